@@ -1,0 +1,81 @@
+{
+  "targets": [
+    {
+      "target_name": "dcmi_addon",
+      "sources": [
+        "native/dcmi/dcmi_addon.cc"
+      ],
+      "include_dirs": [
+        "native/dcmi"
+      ],
+      "dependencies": [
+        "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"
+      ],
+      "defines": [
+        "NAPI_VERSION=8"
+      ],
+      "cflags_cc": [
+        "-std=c++17",
+        "-Wall",
+        "-Wextra"
+      ],
+      "libraries": [
+        "-ldl",
+        "-lpthread"
+      ]
+    },
+    {
+      "target_name": "mock_dcmi",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "product_name": "dcmi",
+      "sources": [
+        "native/mock/mock_dcmi.c",
+        "native/mock/mock_json.c"
+      ],
+      "include_dirs": [
+        "native/dcmi",
+        "native/mock"
+      ],
+      "cflags": [
+        "-std=gnu11",
+        "-pthread",
+        "-Wall",
+        "-Wextra"
+      ],
+      "ldflags": [
+        "-pthread"
+      ]
+    },
+    {
+      "target_name": "hccn_tool",
+      "type": "executable",
+      "sources": [
+        "native/mock/hccn_tool.c",
+        "native/mock/mock_json.c"
+      ],
+      "include_dirs": [
+        "native/mock"
+      ],
+      "cflags": [
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra"
+      ]
+    },
+    {
+      "target_name": "dcmi_partial",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "product_name": "dcmi_partial",
+      "sources": [
+        "test/fixtures/native/partial_dcmi.c"
+      ],
+      "cflags": [
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra"
+      ]
+    }
+  ]
+}

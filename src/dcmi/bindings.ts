@@ -1,0 +1,217 @@
+/**
+ * The declared surface of the native addon `build/Release/dcmi_addon.node` (native/dcmi/dcmi_addon.cc).
+ *
+ * This module is the only place that loads the `.node` file; everything else imports its types through
+ * `src/dcmi/dcmi.ts`. The addon is deliberately thin (architecture §2): it marshals arguments, calls the
+ * C function, and returns plain values or throws a {@link NativeDcmiError}. Range checks of spec
+ * dcmi-abi.md §2.2 and every decision live in TypeScript.
+ *
+ * Error convention: every method throws (or, for the asynchronous ones, rejects with) an `Error` whose
+ * `code` is the numeric DCMI return code (or -99998 when the symbol is missing from the library,
+ * -99999 when the library is not open / was closed) and whose `fn` is the C function name.
+ * A wrong JavaScript argument type throws a `TypeError` without calling the library.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Root of the package: `src/dcmi/x.ts` and `dist/dcmi/x.js` are both two levels below it. */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Where `npm ci` puts the mock library (architecture §5). */
+export const MOCK_DCMI_LIBRARY = path.join(PROJECT_ROOT, 'build', 'Release', 'libdcmi.so');
+/** Where `npm ci` puts the mock `hccn_tool` (architecture §5). */
+export const MOCK_HCCN_TOOL = path.join(PROJECT_ROOT, 'build', 'Release', 'hccn_tool');
+
+/** The error object the addon throws. */
+export interface NativeDcmiError extends Error {
+  code: number;
+  fn: string;
+}
+
+/** `struct dcmi_chip_info` / `_v2` with the 32-byte fields cut at the first NUL (dcmi-abi.md §4.2). */
+export interface NativeChipInfo {
+  chipType: string;
+  chipName: string;
+  chipVer: string;
+  aicoreCnt: number;
+  /** v2 only */
+  npuName?: string;
+}
+
+export interface NativeBoardInfo {
+  boardId: number;
+  pcbId: number;
+  bomId: number;
+  slotId: number;
+}
+
+/** `struct dcmi_ip_addr` as raw bytes (16 bytes, IPv4 in the first 4) plus its type. */
+export interface NativeIpAddr {
+  bytes: Buffer;
+  ipType: number;
+}
+
+export interface NativePcieInfo {
+  venderId: number;
+  subVenderId: number;
+  deviceId: number;
+  subDeviceId: number;
+  domain: number;
+  busId: number;
+  devId: number;
+  funcId: number;
+}
+
+export interface NativeHbmInfo {
+  /** MiB */
+  memorySize: number;
+  freq: number;
+  memoryUsage: number;
+  temp: number;
+  bandwidthUtilRate: number;
+}
+
+export interface NativeProcessInfo {
+  /** `*proc_num` exactly as returned (range-checked in TS) */
+  procNum: number;
+  /** the first min(procNum, 32) entries */
+  processes: { pid: number; memBytes: number }[];
+}
+
+/** One `struct dcmi_dms_fault_event`, copied on the library's thread (dcmi-abi.md §5.2, §5.4). */
+export interface NativeFaultEvent {
+  kind: 'fault';
+  eventId: number;
+  /** `deviceid`: the logic ID */
+  deviceId: number;
+  nodeType: number;
+  nodeId: number;
+  subNodeType: number;
+  subNodeId: number;
+  severity: number;
+  /** 0 recovery, 1 occurrence, 2 one-off notice */
+  assertion: number;
+  eventSerialNum: number;
+  notifySerialNum: number;
+  /** seconds since the epoch, as the driver filled it */
+  alarmRaisedTime: number;
+  eventName: string;
+  /** the 32 raw bytes of `additional_info` */
+  additionalInfo: Buffer;
+  /** `process.hrtime.bigint()` clock (CLOCK_MONOTONIC ns) when the trampoline ran on the library's thread */
+  trampolineNs: bigint;
+}
+
+/**
+ * Emitted instead of events that did not fit the bounded queue between the library's thread and JS.
+ * Nothing is dropped silently: the chips named here must be re-read from DCMI (re-sync).
+ */
+export interface NativeOverflowNotice {
+  kind: 'overflow';
+  /** logic IDs (the event's `deviceid`) whose events were not delivered, ascending */
+  logicIds: number[];
+  /** how many events were not delivered since the previous notice */
+  dropped: number;
+}
+
+export type NativeFaultRecord = NativeFaultEvent | NativeOverflowNotice;
+
+export interface NativeSubscribeOptions {
+  /** events allowed in flight between the library's thread and JS before overflow (default 65536) */
+  maxQueue?: number;
+}
+
+/** One opened `libdcmi.so`. The C trampoline of the fault callback is process-wide (DCMI passes no context). */
+export interface NativeDcmiLibrary {
+  /** the path given to the constructor */
+  readonly path: string;
+  /** the §3 functions (bound rows) that `dlsym` did not find; calling one throws code -99998 */
+  missingSymbols(): string[];
+  /** Releases the fault subscription (if this library owns it) and `dlclose`s. Idempotent. */
+  close(): void;
+  readonly closed: boolean;
+
+  init(): Promise<void>;
+  /** `*card_num` as returned and the first min(card_num, 64) entries of the 64-entry buffer */
+  getCardList(): { cardNum: number; cards: number[] };
+  getDeviceNumInCard(cardId: number): number;
+  getDeviceLogicId(cardId: number, deviceId: number): number;
+  getPhyIdFromLogicId(logicId: number): number;
+  getLogicIdFromPhyId(phyId: number): number;
+  getCardIdDeviceIdFromLogicId(logicId: number): { cardId: number; deviceId: number };
+  getChipInfoV2(cardId: number, deviceId: number): NativeChipInfo;
+  getChipInfo(cardId: number, deviceId: number): NativeChipInfo;
+  getBoardInfo(cardId: number, deviceId: number): NativeBoardInfo;
+  getMainboardId(cardId: number, deviceId: number): number;
+  getDcmiVersion(): string;
+  getProductType(cardId: number, deviceId: number): string;
+  getDeviceHealth(cardId: number, deviceId: number): number;
+  /** `*error_count` as returned and the non-zero entries of the 128-entry list, in order */
+  getDeviceErrorCodes(cardId: number, deviceId: number): { errorCount: number; codes: number[] };
+  /**
+   * `dcmi_subscribe_fault_event(cardId, deviceId, filter, trampoline)`; `filter` all-zero when omitted.
+   * The listener runs on the JS thread; the thread-safe function is `Unref`'d. Subscribing again
+   * replaces the listener (the library is called again). Throws when the library returns non-zero.
+   */
+  subscribeFaultEvents(
+    cardId: number,
+    deviceId: number,
+    listener: (record: NativeFaultRecord) => void,
+    filter?: { filterFlag?: number; eventId?: number; severity?: number; nodeType?: number },
+    options?: NativeSubscribeOptions,
+  ): void;
+  /** Stops delivering events to JS (releases the thread-safe function). Idempotent. */
+  unsubscribeFaultEvents(): void;
+  /** counters of the JS delivery path (for metrics and the bench) */
+  faultDeliveryStats(): { delivered: number; dropped: number; inFlight: number };
+  getDeviceIp(
+    cardId: number,
+    deviceId: number,
+    portType: number,
+    portId: number,
+    ipv6: boolean,
+  ): {
+    ip: NativeIpAddr;
+    mask: NativeIpAddr;
+  };
+  getDeviceType(cardId: number, deviceId: number): number;
+  /** `dcmi_get_device_info`: `buf` is passed in (its length is `*size`) and filled in place; returns `*size` out */
+  getDeviceInfo(cardId: number, deviceId: number, mainCmd: number, subCmd: number, buf: Buffer): number;
+  getNpuWorkMode(cardId: number): number;
+  setDeviceReset(cardId: number, deviceId: number, channel: number): Promise<void>;
+  getOutbandChannelState(cardId: number, deviceId: number): Promise<number>;
+  preResetSoc(cardId: number, deviceId: number): Promise<void>;
+  rescanSoc(cardId: number, deviceId: number): Promise<void>;
+  getNetdevBrotherDevice(cardId: number, deviceId: number): number;
+  /** output pre-set to DCMI_BOOT_STATUS_FINISH (3) as upstream does (dcmi-abi.md §4.7) */
+  getDeviceBootStatus(cardId: number, deviceId: number): Promise<number>;
+  getDeviceResourceInfo(cardId: number, deviceId: number): NativeProcessInfo;
+  getPcieInfoV2(cardId: number, deviceId: number): NativePcieInfo;
+  /** `*length` as returned and the 33-byte buffer cut at min(length, 32) */
+  getAffinityCpuInfo(cardId: number, deviceId: number): { length: number; text: string };
+  getHbmInfo(cardId: number, deviceId: number): NativeHbmInfo;
+  getUtilizationRate(cardId: number, deviceId: number, inputType: number): number;
+  setMultiDiePolicy(policy: number): void;
+  getDeviceNetworkHealth(cardId: number, deviceId: number): Promise<number>;
+  /**
+   * Mock library only (optional symbol `mock_dcmi_configure`): the scenario file and control-socket path
+   * the next `init()` uses instead of `ASCEND_MOCK_SCENARIO` / `ASCEND_MOCK_CONTROL` (`null` = use the
+   * environment). Needed because jest's `process.env` does not reach native `getenv`. Throws -99998 on a
+   * library without that symbol (e.g. the vendor's).
+   */
+  mockConfigure(scenarioPath: string | null, controlPath: string | null): void;
+}
+
+export interface DcmiAddon {
+  /** dlopen(path, RTLD_LAZY | RTLD_GLOBAL); throws code -99999 with the dlerror text when it cannot be opened */
+  DcmiLibrary: new (libraryPath: string) => NativeDcmiLibrary;
+  /** the bound function names, in dcmi-abi.md §3 order */
+  boundFunctions: readonly string[];
+}
+
+/** Loads the addon (once per process: Node caches native modules). */
+export function loadAddon(): DcmiAddon {
+  const require = createRequire(import.meta.url);
+  return require(path.join(PROJECT_ROOT, 'build', 'Release', 'dcmi_addon.node')) as DcmiAddon;
+}
