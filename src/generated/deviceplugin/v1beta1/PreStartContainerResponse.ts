@@ -1,0 +1,8 @@
+// Original file: proto/deviceplugin/v1beta1/api.proto
+
+
+export interface PreStartContainerResponse {
+}
+
+export interface PreStartContainerResponse__Output {
+}

@@ -1,0 +1,41 @@
+/**
+ * Device-name rules of spec B.3: resource names, virtual-type detection and parsing a device name back to ids.
+ */
+
+/** Prefix of every resource this agent registers (spec B.3). */
+export const RESOURCE_PREFIX = 'huawei.com/';
+
+/** Longest device ID Allocate accepts (spec C.3). */
+export const MAX_DEVICE_ID_LENGTH = 50;
+
+const VIRTUAL_TYPE = /^(Ascend910-([2-6]|8|10|12|16)c|Ascend310P-(1|2|4)c)/;
+
+/** `huawei.com/<deviceType>` (public-name customisation, spec L.6, is not applied here). */
+export function resourceName(deviceType: string): string {
+  return `${RESOURCE_PREFIX}${deviceType}`;
+}
+
+/** True when a device type or device name denotes a static vNPU (spec B.3). */
+export function isVirtualName(name: string): boolean {
+  return VIRTUAL_TYPE.test(name);
+}
+
+/**
+ * Phy id encoded in a device name (spec B.3): the last `-` field, anything after `_` dropped; in share mode the
+ * trailing `-<i>` is removed first. Returns undefined when the field is not a decimal number.
+ */
+export function phyIdOfName(name: string, shareMode = false): number | undefined {
+  const fields = name.split('-');
+  if (shareMode) fields.pop();
+  const last = fields[fields.length - 1]?.split('_')[0];
+  if (last === undefined || !/^\d{1,3}$/.test(last)) return undefined;
+  return Number(last);
+}
+
+/** vNPU id of a virtual device name with exactly four fields (`Ascend910-4c-100-0` → 100). */
+export function vdevIdOfName(name: string): number | undefined {
+  const fields = name.split('-');
+  if (fields.length !== 4 || !isVirtualName(name)) return undefined;
+  const f = fields[2]!;
+  return /^\d{1,5}$/.test(f) ? Number(f) : undefined;
+}

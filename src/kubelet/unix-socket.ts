@@ -1,0 +1,42 @@
+/**
+ * Unix-socket helpers: a path that the OS would truncate is an error (toolchain pitfall 13), a stale file is
+ * removed before listening (spec A.4), and the socket is identified by its inode so that its removal or
+ * replacement can be noticed.
+ */
+import fs from 'node:fs';
+import { SocketPathTooLongError } from './errors.js';
+
+/** sun_path is 108 bytes on Linux, including the terminating NUL. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Throws {@link SocketPathTooLongError} when `socketPath` does not fit in sun_path. */
+export function checkSocketPath(socketPath: string): void {
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+    throw new SocketPathTooLongError(socketPath, MAX_SOCKET_PATH_BYTES);
+  }
+}
+
+/** Removes whatever non-directory file is at `socketPath` (spec A.4: a stale file is deleted before listening). */
+export function removeStale(socketPath: string): void {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(socketPath);
+  } catch {
+    return;
+  }
+  if (st.isDirectory()) throw new Error(`${socketPath} is a directory, cannot listen there`);
+  fs.rmSync(socketPath, { force: true });
+}
+
+/**
+ * Identity of the socket at `socketPath` (inode plus creation time, so a re-created socket that reuses the inode
+ * number still differs), or undefined when there is no socket there.
+ */
+export function socketIdentity(socketPath: string): string | undefined {
+  try {
+    const st = fs.lstatSync(socketPath);
+    return st.isSocket() ? `${st.dev}:${st.ino}:${st.birthtimeMs}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
