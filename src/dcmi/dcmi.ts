@@ -249,7 +249,8 @@ export class Dcmi {
     try {
       raw = this.lib.getChipInfoV2(cardId, deviceId);
     } catch (err) {
-      if (err instanceof TypeError) throw err;
+      const e = toDcmiError(err, 'dcmi_get_device_chip_info_v2');
+      if (e instanceof TypeError) throw e;
       raw = this.call('dcmi_get_device_chip_info', () => this.lib.getChipInfo(cardId, deviceId));
     }
     if (raw.chipName === '' && raw.chipType === '' && raw.chipVer === '') {

@@ -78,13 +78,20 @@ export class DcmiError extends Error {
   }
 }
 
-/** Converts whatever the addon threw into a DcmiError (TypeErrors from argument checks pass through). */
+/**
+ * Converts whatever the addon threw into a DcmiError; TypeErrors from argument checks pass through.
+ * Duck-typed rather than `instanceof`: the addon creates its errors in the main realm, which differs from the
+ * realm of code run inside a `vm` context (jest).
+ */
 export function toDcmiError(err: unknown, fallbackFn: string): Error {
-  if (err instanceof DcmiError || err instanceof TypeError) return err;
-  if (err instanceof Error && typeof (err as { code?: unknown }).code === 'number') {
-    const native = err as Error & { code: number; fn?: unknown };
-    const fn = typeof native.fn === 'string' ? native.fn : fallbackFn;
-    return new DcmiError(native.code, fn, native.message, { cause: err });
+  if (err instanceof DcmiError) return err;
+  if (typeof err !== 'object' || err === null) return new Error(String(err));
+  const e = err as { name?: unknown; message?: unknown; code?: unknown; fn?: unknown };
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  if (e.name === 'TypeError') return err instanceof TypeError ? err : new TypeError(message, { cause: err });
+  if (typeof e.code === 'number') {
+    const fn = typeof e.fn === 'string' ? e.fn : fallbackFn;
+    return new DcmiError(e.code, fn, message, { cause: err });
   }
-  return err instanceof Error ? err : new Error(String(err));
+  return err instanceof Error ? err : new Error(message, { cause: err });
 }
