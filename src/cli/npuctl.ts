@@ -1,16 +1,146 @@
 #!/usr/bin/env node
 /**
- * `npuctl`: the admin CLI (config check, policy replay, separation, status). Not built yet (issue [B]/[D]); it answers --help and --version and refuses everything else.
+ * `npuctl`: the admin CLI (architecture §7). Composition root: `config check` and `policy replay` are built
+ * here over src/faults; `separation` and `status` come with issue [D].
  */
-import { handleHelpAndVersion } from './common.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { MAX_CONFIG_BYTES, parsePolicy } from '../faults/index.js';
+import { handleHelpAndVersion, packageVersion } from './common.js';
+import { checkConfig, renderConfigCheck } from './npuctl/config-check.js';
+import { UsageError, readTextFile } from './npuctl/io.js';
+import { DEFAULT_REPLAY_START, describeTransition, replay } from './npuctl/replay.js';
+import { MAX_TIMELINE_BYTES, parseScenarioChips, parseTimeline } from './npuctl/timeline.js';
 
-const HELP = `Usage: npuctl [--help] [--version]
+const HELP = `Usage: npuctl <command> [options]
 
-The admin CLI (config check, policy replay, separation, status) is not built yet (issue [B]/[D]).
+Commands:
+  config check [--fault-code F] [--customization F] [--json]
+      Validate faultCode.json and faultCustomization.json as the agent does; report every rule as
+      accepted / ignored / defaulted. Exit 0 all accepted, 1 something ignored or defaulted, 2 unusable file.
+  policy replay --timeline F [--scenario F] [--fault-code F] [--customization F] [--start MS] [--json]
+      Run the agent's fault engine on a simulated clock over a timeline (JSON lines); print one JSON line per
+      query line and one at the end.
+  separation list|release, status
+      Not built yet (issue [D]).
+
+Options: --help, --version. Run "npuctl <command> --help" for a command's options.
 `;
 
-const argv = process.argv.slice(2);
-if (!handleHelpAndVersion(argv, 'npuctl', HELP)) {
-  process.stderr.write('npuctl: not built yet (issue [B]/[D]); see --help\n');
-  process.exitCode = 2;
+/** Agent default: /usr/local/<name> when present, else the packaged copy (architecture §4). */
+function defaultFile(name: string): string {
+  const host = path.join('/usr/local', name);
+  return fs.existsSync(host) ? host : path.join(PROJECT_ROOT, name);
 }
+
+const out = (s: string): void => void process.stdout.write(s);
+const err = (s: string): void => void process.stderr.write(s);
+
+function buildProgram(): Command {
+  const program = new Command('npuctl')
+    .version(packageVersion())
+    .exitOverride()
+    .configureOutput({ writeOut: out, writeErr: err });
+  program.helpInformation = () => HELP;
+  const config = program.command('config').description('fault configuration tools').exitOverride();
+  config
+    .command('check')
+    .description('validate the fault files and explain every rule')
+    .option('--fault-code <file>', 'faultCode.json (default: /usr/local/faultCode.json, else the packaged one)')
+    .option('--customization <file>', 'faultCustomization.json (default: /usr/local/…, else the packaged one)')
+    .option('--json', 'machine-readable output')
+    .exitOverride()
+    .action((o: { faultCode?: string; customization?: string; json?: boolean }) => {
+      const report = checkConfig(
+        o.faultCode ?? defaultFile('faultCode.json'),
+        o.customization ?? defaultFile('faultCustomization.json'),
+      );
+      out(o.json ? `${JSON.stringify(report)}\n` : renderConfigCheck(report));
+      process.exitCode = report.exitCode;
+    });
+  const policy = program.command('policy').description('fault policy tools').exitOverride();
+  policy
+    .command('replay')
+    .description('replay a fault timeline through the fault engine on a simulated clock')
+    .requiredOption('--timeline <file>', 'timeline (JSON lines: {"t":ms,"op":...})')
+    .option('--scenario <file>', 'hardware scenario (default: scenarios/910b-8chip.json)')
+    .option('--fault-code <file>', 'faultCode.json (default: /usr/local/faultCode.json, else the packaged one)')
+    .option('--customization <file>', 'faultCustomization.json (default: /usr/local/…, else the packaged one)')
+    .option('--start <ms>', 'epoch ms of t=0', String(DEFAULT_REPLAY_START))
+    .option('--json', 'JSON lines only (no explanation on stderr)')
+    .exitOverride()
+    .action(
+      (o: {
+        timeline: string;
+        scenario?: string;
+        faultCode?: string;
+        customization?: string;
+        start: string;
+        json?: boolean;
+      }) => {
+        if (!/^[0-9]{1,15}$/.test(o.start))
+          throw new UsageError(`--start must be epoch milliseconds, got ${JSON.stringify(o.start)}`);
+        const fcFile = o.faultCode ?? defaultFile('faultCode.json');
+        const cuFile = o.customization ?? defaultFile('faultCustomization.json');
+        const parsed = parsePolicy(
+          readTextFile(fcFile, MAX_CONFIG_BYTES, 'fault code file'),
+          readTextFile(cuFile, MAX_CONFIG_BYTES, 'customization file'),
+        );
+        if (!parsed.policy) {
+          const fatal = [
+            ...(parsed.faultCode.ok ? [] : parsed.faultCode.fatal.map((f) => `${fcFile}: ${f}`)),
+            ...(parsed.customization.ok ? [] : parsed.customization.fatal.map((f) => `${cuFile}: ${f}`)),
+          ];
+          throw new UsageError(
+            `the fault configuration cannot be used:\n  ${fatal.join('\n  ')}\n(run "npuctl config check" for details)`,
+          );
+        }
+        const scenarioFile = o.scenario ?? path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json');
+        const chips = parseScenarioChips(readTextFile(scenarioFile, MAX_CONFIG_BYTES, 'scenario'), scenarioFile);
+        const steps = parseTimeline(
+          readTextFile(o.timeline, MAX_TIMELINE_BYTES, 'timeline'),
+          new Set(chips.map((c) => c.logicId)),
+          o.timeline,
+        );
+        replay(parsed.policy, chips, steps, {
+          start: Number(o.start),
+          onLine: (l) => out(`${JSON.stringify(l)}\n`),
+          ...(o.json ? {} : { onTransition: (t: number, tr) => err(`${describeTransition(t, tr)}\n`) }),
+        });
+      },
+    );
+  for (const name of ['separation', 'status']) {
+    program
+      .command(name)
+      .allowUnknownOption()
+      .argument('[args...]')
+      .action(() => {
+        throw new UsageError(`${name}: not built yet (issue [D])`);
+      });
+  }
+  return program;
+}
+
+function main(argv: string[]): void {
+  if (argv.length === 0 || argv[0]!.startsWith('-')) {
+    if (handleHelpAndVersion(argv, 'npuctl', HELP)) return;
+    err(argv.length === 0 ? HELP : `npuctl: unknown option ${argv[0]}; see --help\n`);
+    process.exitCode = 2;
+    return;
+  }
+  try {
+    buildProgram().parse(argv, { from: 'user' });
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      process.exitCode =
+        e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.exitCode === 0 ? 0 : 2;
+    } else if (e instanceof UsageError) {
+      err(`npuctl: ${e.message}\n`);
+      process.exitCode = 2;
+    } else throw e;
+  }
+}
+
+main(process.argv.slice(2));

@@ -1,0 +1,136 @@
+/**
+ * `npuctl config check` (architecture §7): validates both fault files exactly as the agent does and reports
+ * every rule as accepted, ignored or defaulted, with the reason, the JSON path, the value and the spec section.
+ */
+import {
+  FormatTable,
+  MAX_CONFIG_BYTES,
+  describePolicy,
+  makePolicy,
+  parseCustomizationJson,
+  parseFaultCodeJson,
+  type ConfigProblem,
+  type RuleReport,
+} from '../../faults/index.js';
+import { UsageError, readTextFile } from './io.js';
+
+/** The machine-readable report (architecture §7 shape, extended with paths and counts). */
+export interface ConfigCheckReport {
+  faultCode: {
+    path: string;
+    ok: boolean;
+    fatal?: string[];
+    problems: ConfigProblem[];
+    codes?: { chip: number; network: number };
+  };
+  customization: {
+    path: string;
+    ok: boolean;
+    fatal?: string[];
+    rules: RuleReport[];
+    problems: ConfigProblem[];
+    effective?: Record<string, unknown>;
+  };
+  exitCode: 0 | 1 | 2;
+}
+
+/** Runs the check over two files. Never throws for file content; unreadable files are fatal (exit 2). */
+export function checkConfig(faultCodeFile: string, customizationFile: string): ConfigCheckReport {
+  const read = (f: string, what: string): { text?: string; error?: string } => {
+    try {
+      return { text: readTextFile(f, MAX_CONFIG_BYTES, what) };
+    } catch (e) {
+      if (e instanceof UsageError) return { error: e.message };
+      throw e;
+    }
+  };
+  const fcText = read(faultCodeFile, 'fault code file');
+  const cuText = read(customizationFile, 'customization file');
+  const fc = fcText.text !== undefined ? parseFaultCodeJson(fcText.text) : undefined;
+  const cu = cuText.text !== undefined ? parseCustomizationJson(cuText.text) : undefined;
+  const faultCode: ConfigCheckReport['faultCode'] = fc?.ok
+    ? {
+        path: faultCodeFile,
+        ok: !fc.problems.some((p) => p.kind !== 'warning'),
+        problems: fc.problems,
+        codes: { chip: fc.table.chip.size, network: fc.table.network.size },
+      }
+    : {
+        path: faultCodeFile,
+        ok: false,
+        fatal: fc ? (fc.ok ? [] : fc.fatal) : [fcText.error!],
+        problems: fc?.problems ?? [],
+      };
+  let customization: ConfigCheckReport['customization'];
+  if (cu?.ok) {
+    const formats = FormatTable.empty()
+      .extend(fc?.ok ? fc.table.spellings : [])
+      .extend(cu.customization.spellings);
+    customization = {
+      path: customizationFile,
+      ok: cu.rules.every((r) => r.status === 'accepted'),
+      rules: cu.rules,
+      problems: cu.problems,
+      effective: describePolicy(
+        makePolicy(fc?.ok ? fc.table : { chip: new Map(), network: new Map(), spellings: [] }, cu.customization),
+        (c) => formats.upper(c),
+      ),
+    };
+  } else {
+    customization = {
+      path: customizationFile,
+      ok: false,
+      fatal: cu && !cu.ok ? cu.fatal : [cuText.error!],
+      rules: [],
+      problems: [],
+    };
+  }
+  const fatal = faultCode.fatal !== undefined || customization.fatal !== undefined;
+  const exitCode = fatal ? 2 : faultCode.ok && customization.ok ? 0 : 1;
+  return { faultCode, customization, exitCode };
+}
+
+/** The human-readable rendering of a report. */
+export function renderConfigCheck(r: ConfigCheckReport): string {
+  const out: string[] = [];
+  const fc = r.faultCode;
+  if (fc.fatal) {
+    out.push(`faultCode.json ${fc.path}: UNUSABLE`);
+    for (const f of fc.fatal) out.push(`  error      ${f}`);
+  } else {
+    const counts = fc.codes ? `${fc.codes.chip} chip codes, ${fc.codes.network} network codes` : '';
+    out.push(`faultCode.json ${fc.path}: ${fc.ok ? 'ok' : 'entries ignored'} (${counts})`);
+  }
+  for (const p of fc.problems)
+    out.push(
+      `  ${p.kind.padEnd(10)} ${p.path}${p.value !== undefined ? ` = ${p.value}` : ''}: ${p.reason} [${p.spec}]`,
+    );
+  const cu = r.customization;
+  if (cu.fatal) {
+    out.push(`faultCustomization.json ${cu.path}: UNUSABLE (the agent keeps its last good configuration)`);
+    for (const f of cu.fatal) out.push(`  error      ${f}`);
+  } else {
+    out.push(
+      `faultCustomization.json ${cu.path}: ${cu.ok ? 'every rule accepted' : 'some rules ignored or defaulted'}`,
+    );
+    for (const rule of cu.rules) {
+      const what =
+        rule.section === 'GraceTolerance'
+          ? `GraceTolerance.${rule.field}`
+          : `${rule.section}[${rule.index}] ${rule.eventIds.length === 1 ? rule.eventIds[0] : `${rule.eventIds.length} EventIds (${rule.eventIds.slice(0, 3).join(', ')}${rule.eventIds.length > 3 ? ', …' : ''})`}`;
+      out.push(`  ${rule.status.padEnd(10)} ${what}`);
+      out.push(
+        `             at ${rule.path}${rule.value !== undefined ? ` = ${rule.value}` : ''}: ${rule.reason} [${rule.spec}]`,
+      );
+      for (const w of rule.warnings ?? []) out.push(`             warning: ${w}`);
+    }
+    const shown = new Set(cu.rules.flatMap((x) => (x.warnings ?? []).map((w) => `${x.path}|${w}`)));
+    for (const p of cu.problems.filter((x) => x.kind === 'warning' && !shown.has(`${x.path}|${x.reason}`)))
+      out.push(`  warning    ${p.path}: ${p.reason} [${p.spec}]`);
+  }
+  const verdict = { 0: 'everything accepted', 1: 'something was ignored or defaulted', 2: 'a file cannot be used' }[
+    r.exitCode
+  ];
+  out.push(`result: ${verdict} (exit ${r.exitCode})`);
+  return `${out.join('\n')}\n`;
+}

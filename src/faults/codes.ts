@@ -1,0 +1,108 @@
+/**
+ * Fault codes as numbers: hex parsing the way upstream parses configuration (Go `strconv.ParseInt(s, 16, 64)`),
+ * canonical text (spec E.3) and the parameter-plane / hyper-plane classification (spec D.6).
+ */
+
+/** A fault code (DCMI event id, or a wider synthetic code). Always an integer within ±2^53. */
+export type FaultCode = number;
+
+/** RoCE link down (spec F.6). */
+export const LINK_DOWN_CODE: FaultCode = 0x81078603;
+/** UBoE port down (A5). */
+export const UBOE_PORT_DOWN_CODE: FaultCode = 0x81078607;
+/** HBM double-bit fault; drives the AIC/AIV correlation hold of spec D.6. */
+export const HBM_DOUBLE_BIT_CODE: FaultCode = 0x80e01801;
+/** AIC bus fault held by the correlation filter (spec D.6). */
+export const AIC_BUS_CODE: FaultCode = 0x80c98009;
+/** AIV bus fault held by the correlation filter (spec D.6). */
+export const AIV_BUS_CODE: FaultCode = 0x80cb8009;
+/** Chip reset finished: never a fault, marks the chip for re-sync (spec D.4). */
+export const RESET_FINISHED_CODE: FaultCode = 0x8c2fa009;
+/** Card drop, synthesised from a -8012 health reading (spec D.5). */
+export const CARD_DROP_CODE: FaultCode = 0x40f84e00;
+
+/** Parameter-plane (network) codes (spec D.6). */
+export const PARAMETER_PLANE_CODES: ReadonlySet<FaultCode> = new Set([
+  LINK_DOWN_CODE,
+  UBOE_PORT_DOWN_CODE,
+  0x110000002,
+  0x110001024,
+]);
+
+/** Hyper-plane codes (A5 only, spec D.6). */
+export const HYPER_PLANE_CODES: ReadonlySet<FaultCode> = new Set([0x81b18603, 0x020001002, 0x020000002]);
+
+/** True for a parameter-plane (network) code: it only affects NetworkHealth (spec D.6, F.6). */
+export function isNetworkCode(code: FaultCode): boolean {
+  return PARAMETER_PLANE_CODES.has(code);
+}
+
+/** Result of parsing configured hex text. */
+export type HexParse = { ok: true; value: FaultCode } | { ok: false; reason: string };
+
+const INT64_MAX = (1n << 63n) - 1n;
+const INT64_MIN = -(1n << 63n);
+
+/**
+ * Parses configured fault-code text like Go's `strconv.ParseInt(s, 16, 64)`: optional sign, hex digits, no `0x`
+ * prefix, no underscores. Values beyond ±2^53 are valid for upstream but cannot be held exactly here; they are
+ * refused with their own reason (no DCMI code comes near: event ids are 32-bit, synthetic codes ≤ 0x200001002).
+ */
+export function parseHexCode(text: string): HexParse {
+  const m = /^([+-]?)([0-9a-fA-F]+)$/.exec(text);
+  if (!m) return { ok: false, reason: `"${text}" is not a hexadecimal number (E.1: hex digits, no 0x prefix)` };
+  const big = BigInt(`0x${m[2]}`) * (m[1] === '-' ? -1n : 1n);
+  if (big > INT64_MAX || big < INT64_MIN) return { ok: false, reason: `"${text}" is out of the int64 range` };
+  if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER)) {
+    return { ok: false, reason: `"${text}" exceeds 2^53 and cannot be a fault code of this agent` };
+  }
+  return { ok: true, value: Number(big) };
+}
+
+/** Go's `%x` of an int64: lower-case hex without leading zeros, `-` for negatives. */
+export function goHex(code: FaultCode): string {
+  return code < 0 ? `-${(-code).toString(16)}` : code.toString(16);
+}
+
+/**
+ * The canonical text of codes (spec E.3): the first configured spelling of a value, lower-cased; `%x` otherwise.
+ * Instances are immutable; {@link FormatTable.extend} returns a new table.
+ */
+export class FormatTable {
+  private constructor(private readonly byCode: ReadonlyMap<FaultCode, string>) {}
+
+  /** An empty table. */
+  static empty(): FormatTable {
+    return new FormatTable(new Map());
+  }
+
+  /** Rebuilds a table from exported pairs (values already lower-case). */
+  static fromEntries(entries: Iterable<readonly [FaultCode, string]>): FormatTable {
+    return new FormatTable(new Map(entries));
+  }
+
+  /** A new table with `spellings` registered in order; an already registered value keeps its spelling (E.3). */
+  extend(spellings: Iterable<string>): FormatTable {
+    const next = new Map(this.byCode);
+    for (const s of spellings) {
+      const p = parseHexCode(s);
+      if (p.ok && !next.has(p.value)) next.set(p.value, s.toLowerCase());
+    }
+    return new FormatTable(next);
+  }
+
+  /** Lower-case canonical text (the key form of upstream caches and of `fault_code` in upgrade reasons). */
+  lower(code: FaultCode): string {
+    return this.byCode.get(code) ?? goHex(code);
+  }
+
+  /** Upper-case canonical text, used on every external surface (spec E.3). */
+  upper(code: FaultCode): string {
+    return this.lower(code).toUpperCase();
+  }
+
+  /** All registered pairs, for export. */
+  entries(): [FaultCode, string][] {
+    return [...this.byCode];
+  }
+}
