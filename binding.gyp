@@ -3,7 +3,9 @@
     {
       "target_name": "dcmi_addon",
       "sources": [
-        "native/dcmi/dcmi_addon.cc"
+        "native/dcmi/dcmi_addon.cc",
+        "native/dcmi/fault_channel.cc",
+        "native/dcmi/napi_util.cc"
       ],
       "include_dirs": [
         "native/dcmi"
@@ -44,7 +46,8 @@
         "-Wextra"
       ],
       "ldflags": [
-        "-pthread"
+        "-pthread",
+        "-Wl,-z,defs"
       ]
     },
     {

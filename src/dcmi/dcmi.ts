@@ -87,6 +87,8 @@ export interface FaultOverflow {
 export interface FaultSubscription {
   onEvent(event: FaultEvent): void;
   onOverflow(notice: FaultOverflow): void;
+  /** A throw from `onEvent`/`onOverflow` lands here (default: a process warning); later events keep flowing. */
+  onListenerError?(err: unknown): void;
 }
 
 const ASSERTIONS: readonly FaultAssertion[] = ['recover', 'occur', 'once'];
@@ -510,7 +512,17 @@ export class Dcmi {
    * thread; events that did not fit the bounded queue are reported through `onOverflow`, never dropped silently.
    */
   subscribeFaultEvents(subscription: FaultSubscription, options?: { maxQueue?: number }): void {
+    const report =
+      subscription.onListenerError ??
+      ((err: unknown) => process.emitWarning(`fault listener threw: ${String(err)}`, 'DcmiFaultListenerWarning'));
     const listener = (record: NativeFaultRecord): void => {
+      try {
+        deliver(record);
+      } catch (err) {
+        report(err);
+      }
+    };
+    const deliver = (record: NativeFaultRecord): void => {
       if (record.kind === 'overflow') {
         subscription.onOverflow({ logicIds: record.logicIds, dropped: record.dropped });
         return;

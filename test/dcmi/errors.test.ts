@@ -18,7 +18,9 @@ describe('dcmi-abi §2.1 return codes', () => {
 
   test('a DcmiError names the function, the code and its meaning', () => {
     const e = new DcmiError(-8012, 'dcmi_get_device_health', 'card 3');
-    expect(e.message).toBe('dcmi_get_device_health failed with -8012 (not ready yet, try again (card dropped)): card 3');
+    expect(e.message).toBe(
+      'dcmi_get_device_health failed with -8012 (not ready yet, try again (card dropped)): card 3',
+    );
     expect(e.isCardDrop).toBe(true);
     expect(e.isUnsupported).toBe(false);
   });

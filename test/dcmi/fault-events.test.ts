@@ -16,7 +16,7 @@ function requestFromAnotherProcess(socketPath: string, request: object): Promise
     s.on('error', (e) => { console.error(e.message); process.exit(1); });`;
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ['-e', script, socketPath, JSON.stringify(request)], (err, stdout) =>
-      err ? reject(err) : resolve(stdout),
+      err ? reject(new Error(err.message)) : resolve(stdout),
     );
   });
 }

@@ -93,7 +93,10 @@ describe('dcmi-abi §1.2 candidate checks', () => {
     const ok = fakeTree({ ...GOOD, [link]: { link: 'driver/libdcmi.so' } });
     expect(checkCandidate(link, 1000, ok)).toEqual({ ok: true, path: LIB });
     const bad = fakeTree({ ...GOOD, [link]: { link: 'driver/libdcmi.so', uid: 77 } });
-    expect(checkCandidate(link, 1000, bad)).toMatchObject({ ok: false, reason: expect.stringMatching(/link owned by uid 77/) });
+    expect(checkCandidate(link, 1000, bad)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/link owned by uid 77/),
+    });
   });
 
   test('more than 20 parent levels is rejected', () => {
@@ -125,7 +128,7 @@ describe('dcmi-abi §1.2 lookup order', () => {
 
   test('ldconfig cache lines whose name is exactly libdcmi.so are taken', () => {
     const out = [
-      '1234 libs found in cache `/etc/ld.so.cache\'',
+      "1234 libs found in cache `/etc/ld.so.cache'",
       '\tlibdcmi.so (libc6,x86-64) => /usr/local/Ascend/driver/lib64/driver/libdcmi.so',
       '\tlibdcmi.so.1 (libc6,x86-64) => /opt/other/libdcmi.so.1',
       '\tlibdcmi_partial.so (libc6,x86-64) => /opt/x/libdcmi_partial.so',

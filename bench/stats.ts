@@ -1,0 +1,19 @@
+/**
+ * Small statistics helpers for the benches: percentiles over samples, median over runs.
+ */
+
+/** Nearest-rank percentile of `values` (0 < p ≤ 100). */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+export function median(values: readonly number[]): number {
+  return percentile(values, 50);
+}
+
+export function fmt(n: number, digits = 3): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : String(n);
+}
