@@ -1,0 +1,46 @@
+/**
+ * `npm run bench`: runs every bench and prints a summary plus one JSON line per bench.
+ * Environment: BENCH_RUNS (default 5), BENCH_LATENCY_EVENTS (default 3000).
+ */
+import os from 'node:os';
+import { benchFaultCallback } from './fault-callback.js';
+import { benchKubelet } from './kubelet.js';
+import { benchFaultEngine } from './fault-engine.js';
+import { fmt } from './stats.js';
+
+const log = (line: string): void => void process.stdout.write(`${line}\n`);
+
+log(`node ${process.version}, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown cpu'})`);
+log('fault-callback: mock DCMI thread -> JS listener');
+const fc = await benchFaultCallback(log);
+log(
+  `  latency at 1000 events/s: p50 ${fmt(fc.latency.p50Ms)} ms, p99 ${fmt(fc.latency.p99Ms)} ms (median of ${fc.runs} runs), ` +
+    `max ${fmt(fc.latency.maxMs)} ms`,
+);
+log(
+  `  baseline control-socket round trip: p50 ${fmt(fc.baselineRoundTrip.p50Ms)} ms, p99 ${fmt(fc.baselineRoundTrip.p99Ms)} ms; ` +
+    `event latency / round trip: p50 ${fmt(fc.ratio.p50, 2)}x, p99 ${fmt(fc.ratio.p99, 2)}x`,
+);
+log(JSON.stringify({ bench: 'fault-callback', ...fc }));
+
+log('fault-engine: events through the pure engine (16 chips, shipped rules)');
+const fe = benchFaultEngine(log);
+log(
+  `  one event per cycle: median ${fmt(fe.perEventCycle.eventsPerSec, 0)} events/s over ${fe.runs} runs ` +
+    `(cycle p50 ${fmt(fe.perEventCycle.cycleP50Us, 2)} us, p99 ${fmt(fe.perEventCycle.cycleP99Us, 2)} us); ` +
+    `batches of 64: median ${fmt(fe.batched64.eventsPerSec, 0)} events/s`,
+);
+log(
+  `  24 h at 10 events/s: heap ${fe.memory.heapMiB.map((h) => `${h.hour} h ${fmt(h.heapUsedMiB, 1)} MiB`).join(', ')}; ` +
+    `exported state ${fe.memory.exportedStateBytes} bytes`,
+);
+log(JSON.stringify({ bench: 'fault-engine', ...fe }));
+
+log('kubelet: Allocate latency and re-registration after a kubelet restart');
+const kb = await benchKubelet(log);
+const kubeletLine = (name: string, l: { p50Ms: number; p99Ms: number; maxMs: number; samples: number }): void =>
+  log(`  ${name}: p50 ${fmt(l.p50Ms)} ms, p99 ${fmt(l.p99Ms)} ms, max ${fmt(l.maxMs)} ms (${l.samples} samples)`);
+kubeletLine('Allocate in-process (target p99 < 1 ms)', kb.allocateInProcess);
+kubeletLine('Allocate gRPC round trip over UDS', kb.allocateGrpc);
+kubeletLine('kubelet.sock re-created -> Register received (target p99 < 300 ms)', kb.reregister);
+log(JSON.stringify({ bench: 'kubelet', ...kb }));
