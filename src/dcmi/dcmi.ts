@@ -3,6 +3,7 @@
  * (chip-info fallback, "all error codes" with the card-drop code, IP text, struct decoding) and fault events as
  * typed objects. Every failure is a {@link DcmiError} carrying the numeric code.
  */
+import { inspect } from 'node:util';
 import { loadAddon, type DcmiAddon, type NativeDcmiLibrary, type NativeFaultRecord } from './bindings.js';
 import { DcmiCode, DcmiError, toDcmiError } from './errors.js';
 
@@ -512,9 +513,10 @@ export class Dcmi {
    * thread; events that did not fit the bounded queue are reported through `onOverflow`, never dropped silently.
    */
   subscribeFaultEvents(subscription: FaultSubscription, options?: { maxQueue?: number }): void {
-    const report =
-      subscription.onListenerError ??
-      ((err: unknown) => process.emitWarning(`fault listener threw: ${String(err)}`, 'DcmiFaultListenerWarning'));
+    const report = (err: unknown): void => {
+      if (subscription.onListenerError) subscription.onListenerError(err);
+      else process.emitWarning(`fault listener threw: ${inspect(err)}`, 'DcmiFaultListenerWarning');
+    };
     const listener = (record: NativeFaultRecord): void => {
       try {
         deliver(record);

@@ -1,6 +1,7 @@
 /**
  * DCMI return codes (spec dcmi-abi.md §2.1) and the typed error every `src/dcmi` call throws.
  */
+import { inspect } from 'node:util';
 
 /** Meaning of each DCMI / wrapper return code, as dcmi-abi.md §2.1 lists them. */
 export const DCMI_CODE_MEANINGS: ReadonlyMap<number, string> = new Map([
@@ -87,7 +88,7 @@ export function toDcmiError(err: unknown, fallbackFn: string): Error {
   if (err instanceof DcmiError) return err;
   if (typeof err !== 'object' || err === null) return new Error(String(err));
   const e = err as { name?: unknown; message?: unknown; code?: unknown; fn?: unknown };
-  const message = typeof e.message === 'string' ? e.message : String(err);
+  const message = typeof e.message === 'string' ? e.message : inspect(err);
   if (e.name === 'TypeError') return err instanceof TypeError ? err : new TypeError(message, { cause: err });
   if (typeof e.code === 'number') {
     const fn = typeof e.fn === 'string' ? e.fn : fallbackFn;
