@@ -355,39 +355,23 @@ function acceptIds(
   const accepted: FaultCode[] = [];
   const acceptedText: string[] = [];
   const mine = new Set<FaultCode>();
+  /** One EventId of an otherwise valid entry is dropped: reported as its own rule and as a problem (F.1). */
+  const ignoreId = (id: string, path: string, reason: string): void => {
+    const value = JSON.stringify(id);
+    rules.push({ section, index, eventIds: [id], status: 'ignored', reason, spec: 'F.1', path, value });
+    problems.push({ kind: 'ignored', path, value, reason, spec: 'F.1' });
+  };
   e.eventIds.forEach((id, i) => {
     const path = childPath(idsPath, i);
     const p = parseHexCode(id);
     if (!p.ok) {
-      const reason = `EventId ${JSON.stringify(id)} can never match a fault: ${p.reason}`;
-      rules.push({
-        section,
-        index,
-        eventIds: [id],
-        status: 'ignored',
-        reason,
-        spec: 'F.1',
-        path,
-        value: JSON.stringify(id),
-      });
-      problems.push({ kind: 'ignored', path, value: JSON.stringify(id), reason, spec: 'F.1' });
+      ignoreId(id, path, `EventId ${JSON.stringify(id)} can never match a fault: ${p.reason}`);
       return;
     }
     const prev = taken.get(p.value);
     if (prev || mine.has(p.value)) {
       const where = prev ? `${section}[${prev.index}]` : `an earlier EventId of this entry`;
-      const reason = `duplicate EventId: ${where} already configures it (first valid entry wins)`;
-      rules.push({
-        section,
-        index,
-        eventIds: [id],
-        status: 'ignored',
-        reason,
-        spec: 'F.1',
-        path,
-        value: JSON.stringify(id),
-      });
-      problems.push({ kind: 'ignored', path, value: JSON.stringify(id), reason, spec: 'F.1' });
+      ignoreId(id, path, `duplicate EventId: ${where} already configures it (first valid entry wins)`);
       return;
     }
     mine.add(p.value);
