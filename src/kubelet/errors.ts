@@ -55,3 +55,14 @@ export class DeviceNodeMissingError extends Error {
     this.name = 'DeviceNodeMissingError';
   }
 }
+
+/** Spec A.4: the kubelet directory or kubelet.sock is a symbolic link or owned by someone else. */
+export class UnsafeKubeletPathError extends Error {
+  constructor(
+    readonly unsafePath: string,
+    readonly reason: string,
+  ) {
+    super(`${unsafePath}: ${reason} (spec A.4: must not be a symbolic link and must be owned by root)`);
+    this.name = 'UnsafeKubeletPathError';
+  }
+}

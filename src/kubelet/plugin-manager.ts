@@ -19,7 +19,7 @@ import { NOOP_LOGGER, type Logger } from './logger.js';
 import type { PodCache } from './pod-cache.js';
 import { DevicePluginServer } from './plugin-server.js';
 import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
-import { checkSocketPath, socketIdentity } from './unix-socket.js';
+import { checkKubeletPathOwner, checkSocketPath, socketIdentity } from './unix-socket.js';
 import type { PickOptions } from './volcano-pick.js';
 
 /** Name of kubelet's registration socket inside the device-plugin directory. */
@@ -69,6 +69,8 @@ export interface DevicePluginManagerOptions {
   /** Called when the failed sends reach the fatal threshold (upstream sends itself SIGTERM). */
   readonly onFatal?: (reason: string) => void;
   readonly now?: () => number;
+  /** Owner accepted besides root for the kubelet directory and kubelet.sock (default: this process's uid). */
+  readonly ownUid?: number;
 }
 
 /** Emitted after each successful Register. */
@@ -194,6 +196,7 @@ export class DevicePluginManager extends EventEmitter {
     const timeoutMs = this.#opts.waitTimeoutMs ?? 300_000;
     const deadline = this.#now() + timeoutMs;
     await this.#waitForDirectory(deadline, timeoutMs);
+    checkKubeletPathOwner(this.#opts.kubeletDir, this.#ownUid());
     for (const s of this.servers) {
       await s.listen();
       this.#needsRegister.add(s);
@@ -381,6 +384,13 @@ export class DevicePluginManager extends EventEmitter {
     }
     if (this.#needsRegister.size === 0) return false;
     if (ino === undefined) {
+      try {
+        checkKubeletPathOwner(this.kubeletSocket, this.#ownUid());
+      } catch (err) {
+        // something that is not kubelet's socket sits there (spec A.4): say so instead of just waiting
+        this.#logger.error({ err }, 'refusing to register through an unsafe kubelet.sock');
+        for (const s of this.#needsRegister) this.emit('registerFailed', { deviceType: s.deviceType, error: err });
+      }
       this.#reportWaiting(`kubelet registration socket ${this.kubeletSocket}`);
       return true;
     }
@@ -408,7 +418,16 @@ export class DevicePluginManager extends EventEmitter {
     return this.#needsRegister.size > 0;
   }
 
+  #ownUid(): number {
+    return this.#opts.ownUid ?? process.getuid?.() ?? 0;
+  }
+
   #register(server: DevicePluginServer): Promise<void> {
+    try {
+      checkKubeletPathOwner(this.kubeletSocket, this.#ownUid());
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
     const client = new this.#proto.Registration(`unix://${this.kubeletSocket}`, grpc.credentials.createInsecure());
     const deadline = Date.now() + (this.#opts.registerTimeoutMs ?? 5000);
     return new Promise<void>((resolve, reject) => {

@@ -4,7 +4,7 @@
  * replacement can be noticed.
  */
 import fs from 'node:fs';
-import { SocketPathTooLongError } from './errors.js';
+import { SocketPathTooLongError, UnsafeKubeletPathError } from './errors.js';
 
 /** sun_path is 108 bytes on Linux, including the terminating NUL. */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -39,4 +39,20 @@ export function socketIdentity(socketPath: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Spec A.4: the kubelet directory and kubelet.sock must not be symbolic links and must be owned by root; the
+ * agent's own uid is accepted too (architecture §4), so the simulator runs without root. Throws
+ * {@link UnsafeKubeletPathError}; a path that does not exist passes (waiting for it is the caller's business).
+ */
+export function checkKubeletPathOwner(p: string, ownUid: number): void {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(p);
+  } catch {
+    return;
+  }
+  if (st.isSymbolicLink()) throw new UnsafeKubeletPathError(p, 'is a symbolic link');
+  if (st.uid !== 0 && st.uid !== ownUid) throw new UnsafeKubeletPathError(p, `is owned by uid ${st.uid}`);
 }

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import path from 'node:path';
-import { KubeletWaitTimeoutError, SocketPathTooLongError } from '../../src/kubelet/errors.js';
+import { KubeletWaitTimeoutError, SocketPathTooLongError, UnsafeKubeletPathError } from '../../src/kubelet/errors.js';
 import { MutableDeviceSource } from '../../src/kubelet/device-source.js';
 import { DevicePluginManager, type RegisteredEvent } from '../../src/kubelet/plugin-manager.js';
 import { KubeletSimulator } from '../../src/sim/kubelet.js';
@@ -244,6 +244,65 @@ describe('A.4 waiting for kubelet', () => {
           probe: defaultProbe(),
         }),
     ).toThrow(SocketPathTooLongError);
+  });
+});
+
+describe('A.4 ownership of the kubelet paths', () => {
+  const manager = (kubeletDir: string): DevicePluginManager =>
+    new DevicePluginManager({
+      kubeletDir,
+      source: new MutableDeviceSource(simSnapshot({ kind: 'Ascend910B', chips: 8 })),
+      volcanoType: false,
+      useAscendDocker: false,
+      probe: defaultProbe(),
+      waitTimeoutMs: 2000,
+      dirPollMs: 20,
+    });
+
+  test('A.4 a kubelet directory that is a symbolic link is refused at start', async () => {
+    const root = tempRoot();
+    fs.mkdirSync(path.join(root, 'real'));
+    fs.symlinkSync(path.join(root, 'real'), path.join(root, 'dp'));
+    const m = manager(path.join(root, 'dp'));
+    cleanups.push(
+      () => m.stop(),
+      () => fs.rmSync(root, { recursive: true, force: true }),
+    );
+    await expect(m.start()).rejects.toBeInstanceOf(UnsafeKubeletPathError);
+  });
+
+  test('A.4 a kubelet directory owned by another user is refused at start', async () => {
+    const root = tempRoot();
+    const dir = path.join(root, 'dp');
+    fs.mkdirSync(dir);
+    fs.chownSync(dir, 4321, 4321); // the suite runs as root (CI does)
+    const m = manager(dir);
+    cleanups.push(
+      () => m.stop(),
+      () => fs.rmSync(root, { recursive: true, force: true }),
+    );
+    await expect(m.start()).rejects.toThrow(/owned by uid 4321/);
+  });
+
+  test('A.4 a kubelet.sock that is a symbolic link is not registered with', async () => {
+    const root = tempRoot();
+    const sim = await KubeletSimulator.start({
+      dir: path.join(root, 'real'),
+      podResourcesSocket: path.join(root, 'pr.sock'),
+    });
+    const dir = path.join(root, 'dp');
+    fs.mkdirSync(dir);
+    fs.symlinkSync(path.join(root, 'real', 'kubelet.sock'), path.join(dir, 'kubelet.sock'));
+    const m = manager(dir);
+    const failures: unknown[] = [];
+    m.on('registerFailed', (e: { error: unknown }) => failures.push(e.error));
+    cleanups.push(
+      () => m.stop(),
+      () => sim.close(),
+      () => fs.rmSync(root, { recursive: true, force: true }),
+    );
+    await expect(m.start()).rejects.toBeInstanceOf(KubeletWaitTimeoutError);
+    expect(failures.some((e) => e instanceof UnsafeKubeletPathError)).toBe(true);
   });
 });
 
