@@ -86,9 +86,10 @@ export async function runDcmiDemo(args: readonly string[], out: NodeJS.WritableS
     };
     say();
     for (const assertion of ['occur', 'recover'] as const) {
+      const before = events.length;
       const sentNs = process.hrtime.bigint();
       await client.expectOk({ op: 'fault', logicId: target.logicId, eventId: '80E01801', assertion });
-      await waitForEvent(events, events.length + 1, 2000);
+      await waitForEvent(events, before + 1, 2000);
       const e = events[events.length - 1]!;
       const ms = Number(process.hrtime.bigint() - sentNs) / 1e6;
       say(
