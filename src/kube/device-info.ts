@@ -1,0 +1,326 @@
+/**
+ * The device-info ConfigMap `kube-system/mindx-dl-deviceinfo-<node>` (spec H): a pure projection of a typed view of
+ * the node's chips onto the ConfigMap's `data`, serialised byte-for-byte as Go's `encoding/json` would (H.6) so the
+ * `CheckCode` verifies in Volcano and ClusterD.
+ *
+ * Every level in the view is computed by the fault engine (spec E.4); this module only arranges and serialises.
+ */
+import type { FaultLevel } from '../faults/levels.js';
+import { goMap, goSha256Hex, goSlice, goStruct, marshalGo, type GoValue } from './go-json.js';
+
+/** Namespace of the ConfigMap (spec H.1). */
+export const DEVICE_INFO_NAMESPACE = 'kube-system';
+/** Name prefix of the ConfigMap; the node name follows (spec H.1). */
+export const DEVICE_INFO_NAME_PREFIX = 'mindx-dl-deviceinfo-';
+/** Label every device-info ConfigMap carries (spec H.1). */
+export const DEVICE_INFO_LABELS: Readonly<Record<string, string>> = Object.freeze({ 'mx-consumer-cim': 'true' });
+
+/** Data keys (spec H.2). */
+export const KEY_DEVICE_INFO = 'DeviceInfoCfg';
+export const KEY_MANUALLY_SEPARATE = 'ManuallySeparateNPU';
+export const KEY_UPGRADE_REASON = 'UpgradeFaultReason';
+export const KEY_DESCRIPTION = 'Description';
+export const KEY_SWITCH_INFO = 'SwitchInfoCfg';
+
+/** The fixed `Description` value (spec H.2). */
+export const DESCRIPTION_TEXT =
+  "The field[xxx.com/xxx] is sunset. Volcano has the ability to maintain the usage status of chips on its own, and can temporarily use this field by configuring the Volcano parameter 'self-maintain-available-card'";
+
+/** Plugin family (spec B.2 run mode): decides which DeviceList keys exist (spec H.3). */
+export type DeviceRunMode = 'Ascend910' | 'Ascend310P' | 'Ascend310';
+
+/** Health as kubelet and the ConfigMap show it. */
+export type ChipHealth = 'Healthy' | 'Unhealthy';
+
+/** One current fault code of a chip. */
+export interface FaultCodeView {
+  /** Upper-case canonical hex text (spec E.3), e.g. `80E18402`. */
+  readonly code: string;
+  /** Earliest occurrence, Unix ms (spec D.1 FaultTimeMap); 0 when unknown. */
+  readonly firstSeenMs: number;
+  /** `GetFaultType([code])` including the chip-wide frequency/duration/upgrade levels of the scope (spec H.3). */
+  readonly level: FaultLevel;
+}
+
+/** The faults of one scope (chip or parameter-plane network) of a chip. */
+export interface FaultScopeView {
+  /** `L` of spec H.3: GetFaultType (chip) or GetNetworkFaultType (network) of the scope's codes and reasons. */
+  readonly level: FaultLevel;
+  /** Current codes of the scope, in the chip's order. */
+  readonly codes: readonly FaultCodeView[];
+}
+
+/** One upgrade reason (spec G.4), in the ConfigMap's field names, plus the scope its code belongs to. */
+export interface UpgradeReasonView {
+  readonly upgrade_time: number;
+  /** Configured lower-case hex text or `AutofillFaultCode`. */
+  readonly fault_code: string;
+  readonly fault_level: FaultLevel;
+  readonly upgrade_type: 'FaultFrequency' | 'FaultDuration' | 'FaultAutofill';
+  /** `network` for a parameter-plane code (spec E.4 note 3); autofill reasons are `chip`. */
+  readonly scope: 'chip' | 'network';
+}
+
+/** One physical chip as the device-info ConfigMap sees it. */
+export interface DeviceInfoChip {
+  /** Orders `ManuallySeparateNPU` (spec G.2). */
+  readonly logicId: number;
+  /** Public device name, e.g. `Ascend910-3` (after spec L.6 replacement). */
+  readonly name: string;
+  readonly health: ChipHealth;
+  readonly networkHealth: ChipHealth;
+  /** Listed in an active pod's device annotation (spec H.3: not schedulable). */
+  readonly podUsed: boolean;
+  /** Off the schedulable list for another reason of spec H.3 (vNPU in `AscendReal`, soft share full, `-Recover`). */
+  readonly withheld?: boolean;
+  /** Status `resetting` (spec H.3 `-Recovering`; never set upstream). */
+  readonly resetting?: boolean;
+  readonly chipFaults: FaultScopeView;
+  readonly networkFaults: FaultScopeView;
+  readonly reasons: readonly UpgradeReasonView[];
+  /** In the manual-separation cache (spec G.1). */
+  readonly manuallySeparated: boolean;
+}
+
+/** Everything the device-info ConfigMap is computed from. */
+export interface DeviceInfoView {
+  readonly runMode: DeviceRunMode;
+  /** Resource name of the physical chips, e.g. `huawei.com/Ascend910` (A5 `huawei.com/npu`; spec L.6 applied). */
+  readonly resourceName: string;
+  /** Key of the fault list; default `<resourceName>-Fault` (310 uses `huawei.com/Ascend310P-Fault`, spec M.4). */
+  readonly faultKey?: string;
+  /** Chips in enumeration order (spec B.1). */
+  readonly chips: readonly DeviceInfoChip[];
+  /** Spec B.7; -2 when no chip answered. */
+  readonly superPodId: number;
+  readonly serverIndex: number;
+  /** A5 1D/2D only; written after `CheckCode` when present (spec H.3). */
+  readonly rackId?: number;
+  /** `UpdateTime`, Unix seconds. */
+  readonly updateTimeSec: number;
+  /** DeviceList of this process's last successful write: its keys persist (spec H.3). */
+  readonly previousDeviceList?: Readonly<Record<string, string>>;
+  /** `SwitchInfoCfg` value (910A3/A5, spec L.9), written when present. */
+  readonly switchInfoCfg?: string;
+}
+
+/** The result: the ConfigMap `data` and the pieces the write policy compares (spec H.4). */
+export interface DeviceInfoContent {
+  readonly data: Readonly<Record<string, string>>;
+  readonly deviceList: Readonly<Record<string, string>>;
+  readonly checkCode: string;
+}
+
+/** One entry of the `-Fault` list (spec H.3), as a Go struct. */
+export interface FaultEntry {
+  readonly fault_type: 'CardNetworkUnhealthy' | 'CardUnhealthy';
+  readonly npu_name: string;
+  readonly large_model_fault_level: string;
+  readonly fault_level: string;
+  readonly fault_handling: string;
+  readonly fault_code: string;
+  readonly fault_time_and_level_map: ReadonlyMap<string, { readonly fault_time: number; readonly fault_level: string }>;
+}
+
+const VIRTUAL_TYPE = /^(Ascend910-([2-6]|8|10|12|16)c|Ascend310P-(1|2|4)c)/;
+
+/** Name of the node's ConfigMap (spec H.1). */
+export function deviceInfoConfigMapName(nodeName: string): string {
+  return DEVICE_INFO_NAME_PREFIX + nodeName;
+}
+
+/** Builds the ConfigMap `data` from the view (spec H.2, H.3, G.2, G.5). */
+export function buildDeviceInfo(view: DeviceInfoView): DeviceInfoContent {
+  const deviceList = buildDeviceList(view);
+  const deviceInfo = deviceInfoGo(deviceList, view.updateTimeSec);
+  const checkCode = goSha256Hex(deviceInfo);
+  const fields: [string, GoValue][] = [
+    ['DeviceInfo', deviceInfo],
+    ['SuperPodID', view.superPodId],
+    ['ServerIndex', view.serverIndex],
+    ['CheckCode', checkCode],
+  ];
+  if (view.rackId !== undefined) fields.push(['RackID', view.rackId]);
+  const data: Record<string, string> = {
+    [KEY_DEVICE_INFO]: marshalGo(goStruct(fields)),
+    [KEY_MANUALLY_SEPARATE]: manuallySeparateValue(view.chips),
+    [KEY_UPGRADE_REASON]: upgradeReasonValue(view.chips),
+    [KEY_DESCRIPTION]: DESCRIPTION_TEXT,
+  };
+  if (view.switchInfoCfg !== undefined) data[KEY_SWITCH_INFO] = view.switchInfoCfg;
+  return { data, deviceList, checkCode };
+}
+
+/** The Go value of the inner `DeviceInfo` struct, whose serialisation the CheckCode hashes (spec H.3). */
+export function deviceInfoGo(deviceList: Readonly<Record<string, string>>, updateTimeSec: number): GoValue {
+  return goStruct([
+    ['DeviceList', goMap(deviceList)],
+    ['UpdateTime', updateTimeSec],
+  ]);
+}
+
+/** `CheckCode` of a DeviceList and update time (spec H.3). */
+export function checkCodeOf(deviceList: Readonly<Record<string, string>>, updateTimeSec: number): string {
+  return goSha256Hex(deviceInfoGo(deviceList, updateTimeSec));
+}
+
+/**
+ * Verifies a `DeviceInfoCfg` text the way ClusterD does: decode, re-serialise `DeviceInfo`, hash, compare.
+ * Returns false for text that does not decode into the expected shape.
+ */
+export function verifyDeviceInfoCfg(text: string): boolean {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return false;
+  const { DeviceInfo, CheckCode } = parsed as { DeviceInfo?: unknown; CheckCode?: unknown };
+  if (typeof DeviceInfo !== 'object' || DeviceInfo === null || typeof CheckCode !== 'string') return false;
+  const { DeviceList, UpdateTime } = DeviceInfo as { DeviceList?: unknown; UpdateTime?: unknown };
+  if (typeof UpdateTime !== 'number' || !Number.isSafeInteger(UpdateTime)) return false;
+  if (typeof DeviceList !== 'object' || DeviceList === null) return false;
+  const list = DeviceList as Record<string, unknown>;
+  if (Object.values(list).some((v) => typeof v !== 'string')) return false;
+  return checkCodeOf(list as Record<string, string>, UpdateTime) === CheckCode;
+}
+
+/** The DeviceList map (spec H.3): previous keys kept, virtual types dropped, this cycle's keys filled. */
+export function buildDeviceList(view: DeviceInfoView): Record<string, string> {
+  const r = view.resourceName;
+  const list: Record<string, string> = {};
+  for (const [k, v] of Object.entries(view.previousDeviceList ?? {})) {
+    if (!VIRTUAL_TYPE.test(k.slice(k.indexOf('/') + 1))) list[k] = v;
+  }
+  const names = (pick: (c: DeviceInfoChip) => boolean): string =>
+    joinSorted(view.chips.filter(pick).map((c) => c.name));
+  list[r] = names((c) => c.health === 'Healthy' && !c.podUsed && c.withheld !== true);
+  list[`${r}-Unhealthy`] = names((c) => c.health === 'Unhealthy');
+  if (view.runMode === 'Ascend910') {
+    list[`${r}-NetworkUnhealthy`] = names((c) => c.networkHealth === 'Unhealthy');
+    list[`${r}-Recovering`] = names((c) => c.resetting === true);
+  }
+  list[view.faultKey ?? `${r}-Fault`] = marshalGo(goSlice(faultEntries(view.chips).map(faultEntryGo)));
+  return list;
+}
+
+/** Device names joined by commas in Go `sort.Strings` order (byte order: `Ascend910-10` before `Ascend910-2`). */
+export function joinSorted(names: readonly string[]): string {
+  return [...names].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'))).join(',');
+}
+
+/** The fault entries of all chips: per chip in enumeration order, network entry first (spec H.3). */
+export function faultEntries(chips: readonly DeviceInfoChip[]): FaultEntry[] {
+  const out: FaultEntry[] = [];
+  for (const c of chips) {
+    if (c.networkFaults.codes.length > 0 || c.networkHealth === 'Unhealthy') {
+      out.push(scopeEntry(c, 'network'));
+    }
+    if (c.chipFaults.codes.length > 0 || c.health === 'Unhealthy') {
+      out.push(scopeEntry(c, 'chip'));
+    }
+  }
+  return out;
+}
+
+function scopeEntry(c: DeviceInfoChip, scope: 'chip' | 'network'): FaultEntry {
+  const faults = scope === 'chip' ? c.chipFaults : c.networkFaults;
+  const reasons = c.reasons.filter((r) => r.scope === scope);
+  const codes: string[] = [];
+  const map = new Map<string, { fault_time: number; fault_level: string }>();
+  for (const f of faults.codes) {
+    if (!codes.includes(f.code)) codes.push(f.code);
+    map.set(f.code, { fault_time: f.firstSeenMs, fault_level: f.level });
+  }
+  for (const r of reasons) {
+    const code = r.fault_code.toUpperCase();
+    if (!codes.includes(code)) codes.push(code);
+    map.set(code, { fault_time: r.upgrade_time, fault_level: r.fault_level }); // spec H.3: reasons override
+  }
+  return {
+    fault_type: scope === 'chip' ? 'CardUnhealthy' : 'CardNetworkUnhealthy',
+    npu_name: c.name,
+    large_model_fault_level: faults.level,
+    fault_level: faults.level,
+    fault_handling: faults.level,
+    fault_code: codes.join(','),
+    fault_time_and_level_map: map,
+  };
+}
+
+/** A fault entry as the Go struct of spec H.3 (member order as declared upstream). */
+export function faultEntryGo(e: FaultEntry): GoValue {
+  const map = new Map<string, GoValue>();
+  for (const [code, t] of e.fault_time_and_level_map) {
+    map.set(
+      code,
+      goStruct([
+        ['fault_time', t.fault_time],
+        ['fault_level', t.fault_level],
+      ]),
+    );
+  }
+  return goStruct([
+    ['fault_type', e.fault_type],
+    ['npu_name', e.npu_name],
+    ['large_model_fault_level', e.large_model_fault_level],
+    ['fault_level', e.fault_level],
+    ['fault_handling', e.fault_handling],
+    ['fault_code', e.fault_code],
+    ['fault_time_and_level_map', goMap(map)],
+  ]);
+}
+
+/** `ManuallySeparateNPU`: separated chips' names by logic ID, comma-joined; "" for none (spec G.2). */
+export function manuallySeparateValue(chips: readonly DeviceInfoChip[]): string {
+  return chips
+    .filter((c) => c.manuallySeparated)
+    .sort((a, b) => a.logicId - b.logicId)
+    .map((c) => c.name)
+    .join(',');
+}
+
+/** `UpgradeFaultReason`: device name → reasons in the G.5 member order; `{}` when no chip has one. */
+export function upgradeReasonValue(chips: readonly DeviceInfoChip[]): string {
+  const map = new Map<string, GoValue>();
+  for (const c of chips) {
+    if (c.reasons.length === 0) continue;
+    map.set(
+      c.name,
+      goSlice(
+        c.reasons.map((r) =>
+          goStruct([
+            ['upgrade_time', r.upgrade_time],
+            ['fault_code', r.fault_code],
+            ['fault_level', r.fault_level],
+            ['upgrade_type', r.upgrade_type],
+          ]),
+        ),
+      ),
+    );
+  }
+  return marshalGo(goMap(map));
+}
+
+/** A ConfigMap object as client-node's `V1ConfigMap` accepts it. */
+export interface DeviceInfoConfigMap {
+  apiVersion: 'v1';
+  kind: 'ConfigMap';
+  metadata: { name: string; namespace: string; labels: Record<string, string>; resourceVersion?: string };
+  data: Record<string, string>;
+}
+
+/** The whole object written by UPDATE, or CREATE on NotFound (spec H.1: other keys and labels are replaced). */
+export function deviceInfoConfigMap(nodeName: string, content: DeviceInfoContent): DeviceInfoConfigMap {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: deviceInfoConfigMapName(nodeName),
+      namespace: DEVICE_INFO_NAMESPACE,
+      labels: { ...DEVICE_INFO_LABELS },
+    },
+    data: { ...content.data },
+  };
+}

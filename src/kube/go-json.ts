@@ -1,0 +1,262 @@
+/**
+ * A serialiser that produces the exact bytes Go's `encoding/json` `Marshal` produces (spec H.6), for JSON that a Go
+ * consumer re-serialises and hashes (the device-info `CheckCode`, spec H.3) or compares byte-wise.
+ *
+ * JavaScript values do not carry Go's type information, so the caller says what each value is:
+ * - a Go struct is {@link goStruct}: members in declaration order, optional `omitempty`;
+ * - a Go map is {@link goMap}: members sorted by the UTF-8 bytes of their keys, whatever order they were given in;
+ * - a Go slice is {@link goSlice}: `null` for a nil slice, `[]` for an empty one;
+ * - a JS `number` is a Go integer (it must be a safe integer); a `bigint` too; {@link goFloat} is a float64;
+ * - a JS `string` is a Go string, `boolean` a bool, `null` a nil pointer / interface;
+ * - {@link goRaw} is a `json.RawMessage` (already-encoded text, inserted as given).
+ */
+import { createHash } from 'node:crypto';
+
+/** A value with the Go type information the encoding needs. */
+export type GoValue = null | boolean | number | bigint | string | GoStruct | GoMap | GoSlice | GoFloat | GoRaw;
+
+/** One struct member: JSON name, value, and whether Go's `omitempty` applies to it. */
+export interface GoField {
+  readonly name: string;
+  readonly value: GoValue;
+  readonly omitEmpty?: boolean;
+}
+
+/** A Go struct: members in declaration order. */
+export interface GoStruct {
+  readonly goKind: 'struct';
+  readonly fields: readonly GoField[];
+}
+
+/** A Go `map[string]T` (`nil` when `entries` is null). */
+export interface GoMap {
+  readonly goKind: 'map';
+  readonly entries: ReadonlyMap<string, GoValue> | null;
+}
+
+/** A Go slice (`nil` when `items` is null). */
+export interface GoSlice {
+  readonly goKind: 'slice';
+  readonly items: readonly GoValue[] | null;
+}
+
+/** A Go float64. */
+export interface GoFloat {
+  readonly goKind: 'float';
+  readonly value: number;
+}
+
+/** A `json.RawMessage`: trusted, already-encoded JSON text. */
+export interface GoRaw {
+  readonly goKind: 'raw';
+  readonly json: string;
+}
+
+/** Encoder options. */
+export interface GoJsonOptions {
+  /**
+   * Escape `\b` and `\f` as the short forms, as Go ≥ 1.22 does; Go ≤ 1.21 (the upstream `go.mod` level, and the
+   * rule written in spec H.6) writes `\u0008` and `\u000c`. Default false.
+   */
+  readonly shortBackspaceFormFeed?: boolean;
+  /** `SetEscapeHTML(false)`: leave `<`, `>`, `&` raw. Default false (`json.Marshal` escapes them). */
+  readonly noHtmlEscape?: boolean;
+}
+
+/** A value the encoder cannot represent (Go's `UnsupportedValueError` and friends). */
+export class GoJsonError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(`${message} at ${path || '(top)'}`);
+    this.name = 'GoJsonError';
+  }
+}
+
+/** Builds a struct from `[name, value]` pairs or {@link GoField}s, in declaration order. */
+export function goStruct(fields: readonly (GoField | readonly [string, GoValue])[]): GoStruct {
+  return {
+    goKind: 'struct',
+    fields: fields.map((f) => (Array.isArray(f) ? { name: f[0] as string, value: f[1] as GoValue } : (f as GoField))),
+  };
+}
+
+/** Builds a map; `null` is a nil map (`null`), an empty object or Map an empty one (`{}`). */
+export function goMap(entries: ReadonlyMap<string, GoValue> | Readonly<Record<string, GoValue>> | null): GoMap {
+  if (entries === null) return { goKind: 'map', entries: null };
+  return { goKind: 'map', entries: entries instanceof Map ? entries : new Map(Object.entries(entries)) };
+}
+
+/** Builds a slice; `null` is a nil slice (`null`), `[]` an empty one. */
+export function goSlice(items: readonly GoValue[] | null): GoSlice {
+  return { goKind: 'slice', items };
+}
+
+/** A float64 value. */
+export function goFloat(value: number): GoFloat {
+  return { goKind: 'float', value };
+}
+
+/** Already-encoded JSON inserted verbatim (the caller guarantees it is what Go would emit). */
+export function goRaw(json: string): GoRaw {
+  return { goKind: 'raw', json };
+}
+
+/** `json.Marshal(v)` as a JS string (its UTF-8 encoding is Go's byte output). */
+export function marshalGo(value: GoValue, options: GoJsonOptions = {}): string {
+  const out: string[] = [];
+  encode(value, out, options, '');
+  return out.join('');
+}
+
+/** `json.Marshal(v)` as UTF-8 bytes. */
+export function marshalGoBytes(value: GoValue, options: GoJsonOptions = {}): Buffer {
+  return Buffer.from(marshalGo(value, options), 'utf8');
+}
+
+/** Lower-case hex SHA-256 of Go's serialisation of `value` (spec H.3 `CheckCode`). */
+export function goSha256Hex(value: GoValue, options: GoJsonOptions = {}): string {
+  return createHash('sha256').update(marshalGoBytes(value, options)).digest('hex');
+}
+
+function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void {
+  if (v === null) {
+    out.push('null');
+    return;
+  }
+  switch (typeof v) {
+    case 'boolean':
+      out.push(v ? 'true' : 'false');
+      return;
+    case 'string':
+      out.push(goQuote(v, o));
+      return;
+    case 'bigint':
+      out.push(v.toString(10));
+      return;
+    case 'number':
+      if (!Number.isSafeInteger(v)) throw new GoJsonError(`${v} is not a safe integer (use goFloat or a bigint)`, path);
+      out.push(Object.is(v, -0) ? '0' : String(v));
+      return;
+    default:
+      break;
+  }
+  switch (v.goKind) {
+    case 'float':
+      out.push(formatFloat(v.value, path));
+      return;
+    case 'raw':
+      out.push(v.json);
+      return;
+    case 'slice':
+      if (v.items === null) {
+        out.push('null');
+        return;
+      }
+      out.push('[');
+      v.items.forEach((item, i) => {
+        if (i > 0) out.push(',');
+        encode(item, out, o, `${path}[${i}]`);
+      });
+      out.push(']');
+      return;
+    case 'map': {
+      if (v.entries === null) {
+        out.push('null');
+        return;
+      }
+      const keys = [...v.entries.keys()].map((k) => ({ k, b: Buffer.from(k, 'utf8') }));
+      keys.sort((a, b) => Buffer.compare(a.b, b.b));
+      out.push('{');
+      keys.forEach(({ k }, i) => {
+        if (i > 0) out.push(',');
+        out.push(goQuote(k, o), ':');
+        encode(v.entries!.get(k)!, out, o, `${path}.${k}`);
+      });
+      out.push('}');
+      return;
+    }
+    case 'struct': {
+      out.push('{');
+      let first = true;
+      for (const f of v.fields) {
+        if (f.omitEmpty === true && isEmptyValue(f.value)) continue;
+        if (!first) out.push(',');
+        first = false;
+        out.push(goQuote(f.name, o), ':');
+        encode(f.value, out, o, `${path}.${f.name}`);
+      }
+      out.push('}');
+      return;
+    }
+  }
+}
+
+/** Go's `isEmptyValue` for `omitempty`: false, 0, "", nil, and zero-length maps and slices (never a struct). */
+function isEmptyValue(v: GoValue): boolean {
+  if (v === null || v === false || v === '' || v === 0 || v === 0n) return true;
+  if (typeof v !== 'object') return false;
+  switch (v.goKind) {
+    case 'slice':
+      return v.items === null || v.items.length === 0;
+    case 'map':
+      return v.entries === null || v.entries.size === 0;
+    case 'float':
+      return v.value === 0;
+    default:
+      return false;
+  }
+}
+
+/** Go's float64 encoding: shortest round-trip digits, `%e` form outside [1e-6, 1e21) with a 2-digit exponent cleaned. */
+function formatFloat(f: number, path: string): string {
+  if (!Number.isFinite(f)) throw new GoJsonError(`unsupported value: ${f}`, path);
+  if (Object.is(f, -0)) return '-0';
+  // JS Number#toString uses the same shortest digits and the same [1e-6, 1e21) cut-over; its exponent form has
+  // no leading zero ("1e-7"), which is Go's output after it removes the zero of "e-07".
+  return String(f);
+}
+
+const HEX = '0123456789abcdef';
+
+/**
+ * Go's string encoding (`encodeState.string` with HTML escaping): `"` and `\` backslash-escaped; `\n`, `\r`, `\t`
+ * short forms; other bytes below 0x20 as `\u00XX`; `<`, `>`, `&` as `\u003c`… ; U+2028 and U+2029 as escapes;
+ * everything else raw. A lone UTF-16 surrogate cannot be sent as UTF-8 at all: it becomes U+FFFD, the value a Go
+ * reader decodes from it, so that Go's re-serialisation of what we wrote equals what we wrote.
+ */
+export function goQuote(s: string, o: GoJsonOptions = {}): string {
+  let out = '"';
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    let rep: string | undefined;
+    if (c < 0x20) {
+      if (c === 0x0a) rep = '\\n';
+      else if (c === 0x0d) rep = '\\r';
+      else if (c === 0x09) rep = '\\t';
+      else if (c === 0x08 && o.shortBackspaceFormFeed === true) rep = '\\b';
+      else if (c === 0x0c && o.shortBackspaceFormFeed === true) rep = '\\f';
+      else rep = '\\u00' + HEX[c >> 4]! + HEX[c & 0xf]!;
+    } else if (c === 0x22) rep = '\\"';
+    else if (c === 0x5c) rep = '\\\\';
+    else if ((c === 0x3c || c === 0x3e || c === 0x26) && o.noHtmlEscape !== true) {
+      rep = '\\u00' + HEX[c >> 4]! + HEX[c & 0xf]!;
+    } else if (c === 0x2028) rep = '\\u2028';
+    else if (c === 0x2029) rep = '\\u2029';
+    else if (c >= 0xd800 && c <= 0xdfff) {
+      const next = s.charCodeAt(i + 1);
+      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
+        i++; // a valid pair: emitted raw with the rest of the run
+        continue;
+      }
+      rep = '\ufffd';
+    }
+    if (rep !== undefined) {
+      out += s.slice(start, i) + rep;
+      start = i + 1;
+    }
+  }
+  return out + s.slice(start) + '"';
+}

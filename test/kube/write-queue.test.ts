@@ -1,0 +1,294 @@
+import { describe, expect, test } from '@jest/globals';
+import { ObjectWriteQueue, backoffDelay, type ObjectWriter, type QueueClock } from '../../src/kube/write-queue.js';
+
+/** A manual clock: timers fire only in advance(). */
+class FakeClock implements QueueClock {
+  t = 0;
+  #timers: { at: number; fn: () => void; id: number }[] = [];
+  #id = 0;
+  now(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.#id;
+    this.#timers.push({ at: this.t + ms, fn, id });
+    return id;
+  }
+  clearTimeout(h: unknown): void {
+    this.#timers = this.#timers.filter((x) => x.id !== h);
+  }
+  get timers(): number {
+    return this.#timers.length;
+  }
+  /** Moves time forward, firing due timers in order and letting the writes they start settle. */
+  async advance(ms: number): Promise<void> {
+    const end = this.t + ms;
+    for (;;) {
+      await settle();
+      this.#timers.sort((a, b) => a.at - b.at);
+      const next = this.#timers[0];
+      if (next === undefined || next.at > end) break;
+      this.#timers.shift();
+      this.t = next.at;
+      next.fn();
+    }
+    this.t = end;
+    await settle();
+  }
+}
+
+/** Lets pending promise chains (a few writer round trips) run; no wall-clock wait. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+}
+
+class HttpError extends Error {
+  constructor(readonly code: number) {
+    super(`HTTP ${code}`);
+  }
+}
+
+/** A writer against a fake API server that can be down, missing the object, or conflicting. */
+class FakeApi implements ObjectWriter<string> {
+  down = false;
+  exists = true;
+  conflictsLeft = 0;
+  calls: string[] = [];
+  stored: string | undefined;
+  async update(s: string): Promise<void> {
+    await Promise.resolve();
+    this.calls.push(`update ${s}`);
+    if (this.down) throw new HttpError(503);
+    if (!this.exists) throw new HttpError(404);
+    if (this.conflictsLeft > 0) {
+      this.conflictsLeft--;
+      throw new HttpError(409);
+    }
+    this.stored = s;
+  }
+  async create(s: string): Promise<void> {
+    await Promise.resolve();
+    this.calls.push(`create ${s}`);
+    if (this.down) throw new HttpError(503);
+    this.exists = true;
+    this.stored = s;
+  }
+}
+
+function setup(api = new FakeApi(), extra: Partial<ConstructorParameters<typeof ObjectWriteQueue<string>>[0]> = {}) {
+  const clock = new FakeClock();
+  const written: string[] = [];
+  const q = new ObjectWriteQueue<string>({
+    writer: api,
+    clock,
+    random: () => 0.5,
+    onWritten: (s) => written.push(s),
+    ...extra,
+  });
+  return { api, clock, q, written };
+}
+
+describe('write queue (architecture §2, issue D.8)', () => {
+  test('a submitted state is written', async () => {
+    const { clock, q, written } = setup();
+    q.submit('s1');
+    await clock.advance(0);
+    expect(written).toEqual(['s1']);
+  });
+
+  test('submit returns before the writer runs', () => {
+    const { api, q } = setup();
+    q.submit('s1');
+    expect(api.calls).toEqual([]);
+  });
+
+  test('states submitted in one tick coalesce: only the last is written', async () => {
+    const { clock, q, written } = setup();
+    q.submit('s1');
+    q.submit('s2');
+    q.submit('s3');
+    await clock.advance(0);
+    expect(written).toEqual(['s3']);
+  });
+
+  test('a state submitted during a write is written next', async () => {
+    const { clock, q, written } = setup();
+    q.submit('s1');
+    await Promise.resolve();
+    q.submit('s2');
+    await clock.advance(0);
+    expect(written).toEqual(['s1', 's2']);
+  });
+
+  test('a producer is evaluated only when its state is written', async () => {
+    const { clock, q } = setup();
+    const evaluated: number[] = [];
+    for (let i = 0; i < 5; i++) q.submit(() => (evaluated.push(i), `s${i}`));
+    await clock.advance(0);
+    expect(evaluated).toEqual([4]);
+  });
+
+  test('UPDATE answering 404 is followed by CREATE', async () => {
+    const api = new FakeApi();
+    api.exists = false;
+    const { clock, q } = setup(api);
+    q.submit('s1');
+    await clock.advance(0);
+    expect([api.calls, q.stats.creates]).toEqual([['update s1', 'create s1'], 1]);
+  });
+
+  test('409 re-reads through reconcile and writes its result', async () => {
+    const api = new FakeApi();
+    api.conflictsLeft = 1;
+    const reconciled: string[] = [];
+    const writer: ObjectWriter<string> = {
+      update: (s) => api.update(s),
+      create: (s) => api.create(s),
+      reconcile: (s) => (reconciled.push(s), Promise.resolve(`${s}+fresh`)),
+    };
+    const { clock, q } = setup(api, { writer });
+    q.submit('s1');
+    await clock.advance(0);
+    expect([reconciled, api.stored, q.stats.conflicts]).toEqual([['s1'], 's1+fresh', 1]);
+  });
+
+  test('reconcile returning null ends the write without retry', async () => {
+    const api = new FakeApi();
+    api.conflictsLeft = 1;
+    const writer: ObjectWriter<string> = {
+      update: (s) => api.update(s),
+      create: (s) => api.create(s),
+      reconcile: () => Promise.resolve(null),
+    };
+    const { clock, q } = setup(api, { writer });
+    q.submit('s1');
+    await clock.advance(60_000);
+    expect(api.calls).toEqual(['update s1']);
+  });
+
+  test('a 30 s outage with a state every second ends with exactly one write of the final state', async () => {
+    const { api, clock, q, written } = setup();
+    api.down = true;
+    for (let i = 1; i <= 30; i++) {
+      q.submit(`s${i}`);
+      await clock.advance(1000);
+    }
+    api.down = false;
+    await clock.advance(60_000);
+    expect(written).toEqual(['s30']);
+  });
+
+  test('during an outage attempts follow the backoff, not the submissions', async () => {
+    const { api, clock, q } = setup();
+    api.down = true;
+    for (let i = 1; i <= 30; i++) {
+      q.submit(`s${i}`);
+      await clock.advance(1000);
+    }
+    // 0.5, 1, 2, 4, 8, 16 s (random 0.5 = no jitter): attempts at t = 0, 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 s
+    expect(api.calls.length).toBe(6);
+  });
+
+  test('memory is bounded: one pending state however many are submitted', async () => {
+    const { api, clock, q } = setup();
+    api.down = true;
+    q.submit('first');
+    await clock.advance(0);
+    for (let i = 0; i < 10_000; i++) q.submit(`s${i}`);
+    // the failed 'first' waits for its retry as the one pending state, so all 10 000 submissions replaced one
+    expect([q.stats.superseded, q.busy, clock.timers]).toEqual([10_000, true, 1]);
+  });
+
+  test('a newer state replaces the failed one in the retry', async () => {
+    const { api, clock, q } = setup();
+    api.down = true;
+    q.submit('old');
+    await clock.advance(0);
+    q.submit('new');
+    api.down = false;
+    await clock.advance(1000);
+    expect(api.calls).toEqual(['update old', 'update new']);
+  });
+
+  test('a 422 rejection drops the state and counts it', async () => {
+    const writer: ObjectWriter<string> = {
+      update: () => Promise.reject(new HttpError(422)),
+      create: () => Promise.resolve(),
+    };
+    const { clock, q } = setup(new FakeApi(), { writer });
+    q.submit('bad');
+    await clock.advance(60_000);
+    expect([q.stats.rejected, q.stats.failures, q.busy]).toEqual([1, 0, false]);
+  });
+
+  test('a network error (no status) is retried', async () => {
+    let fail = true;
+    const done: string[] = [];
+    const writer: ObjectWriter<string> = {
+      update: (s) => {
+        if (fail) {
+          fail = false;
+          return Promise.reject(new Error('ECONNREFUSED'));
+        }
+        done.push(s);
+        return Promise.resolve();
+      },
+      create: () => Promise.resolve(),
+    };
+    const { clock, q } = setup(new FakeApi(), { writer });
+    q.submit('s');
+    await clock.advance(1000);
+    expect([done, q.stats.failures]).toEqual([['s'], 1]);
+  });
+
+  test('stats: pending age grows during an outage and clears after the write', async () => {
+    const { api, clock, q } = setup();
+    api.down = true;
+    q.submit('s');
+    await clock.advance(10_000);
+    const during = q.pendingAgeMs();
+    api.down = false;
+    await clock.advance(20_000);
+    expect([during, q.pendingAgeMs(), q.stats.writes, q.stats.consecutiveFailures]).toEqual([10_000, 0, 1, 0]);
+  });
+
+  test('whenIdle resolves after the last write', async () => {
+    const { clock, q, written } = setup();
+    q.submit('s1');
+    const idle = q.whenIdle();
+    await clock.advance(0);
+    await idle;
+    expect(written).toEqual(['s1']);
+  });
+
+  test('close drops the pending state and cancels the retry timer', async () => {
+    const { api, clock, q } = setup();
+    api.down = true;
+    q.submit('s');
+    await clock.advance(0);
+    q.close();
+    api.down = false;
+    await clock.advance(60_000);
+    expect([api.calls.length, clock.timers]).toEqual([1, 0]);
+  });
+});
+
+describe('write queue backoff', () => {
+  test('the delay doubles from the initial value up to the cap (no jitter at random 0.5)', () => {
+    const d = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((a) => backoffDelay(a, { initialMs: 500, maxMs: 30_000 }, () => 0.5));
+    expect(d).toEqual([500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+  });
+
+  test('jitter stays within ±20 % of the base delay', () => {
+    const lo = backoffDelay(3, {}, () => 0);
+    const hi = backoffDelay(3, {}, () => 0.999999);
+    expect([lo, hi]).toEqual([1600, 2400]);
+  });
+
+  test('jitter spreads the delays of equal attempts', () => {
+    let x = 0;
+    const random = () => ((x = (x * 9301 + 49297) % 233280), x / 233280);
+    const delays = new Set(Array.from({ length: 20 }, () => backoffDelay(4, {}, random)));
+    expect(delays.size).toBeGreaterThan(10);
+  });
+});
