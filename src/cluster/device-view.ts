@@ -1,0 +1,166 @@
+/**
+ * The fault center's per-node device view (spec cluster-faults.md §0.1–§0.3): what a node's device-info ConfigMap
+ * says after parsing and splitting, what the processor chain edits, and the "add fault and fix" rule both features
+ * (manual separation §1.8, public faults §2.9) use to inject a fault. Shared by src/cluster/ and
+ * src/cluster/public-fault/.
+ */
+
+/** Levels, most severe first (§0.3). `NormalNetwork` ranks as `NormalNPU`. */
+export const CLUSTER_LEVEL_ORDER = [
+  'ManuallySeparateNPU',
+  'SeparateNPU',
+  'PreSeparateNPU',
+  'RestartNPU',
+  'FreeRestartNPU',
+  'RestartBusiness',
+  'RestartRequest',
+  'SubHealthFault',
+  'NotHandleFault',
+  'NormalNPU',
+] as const;
+
+/** Levels whose injected fault leaves the device schedulable (§0.3 rule 3). */
+export const HARMLESS_LEVELS: ReadonlySet<string> = new Set([
+  'NotHandleFault',
+  'SubHealthFault',
+  'NormalNPU',
+  'NormalNetwork',
+]);
+
+/** Rank of a level: 0 is the most severe; unknown levels rank just above `NormalNPU`. */
+export function levelRank(level: string): number {
+  if (level === 'NormalNetwork') return CLUSTER_LEVEL_ORDER.indexOf('NormalNPU');
+  const i = (CLUSTER_LEVEL_ORDER as readonly string[]).indexOf(level);
+  return i >= 0 ? i : CLUSTER_LEVEL_ORDER.length - 1.5;
+}
+
+/** The most severe of `levels` (`NormalNPU` for none). */
+export function mostSevere(levels: Iterable<string>): string {
+  let best = 'NormalNPU';
+  for (const l of levels) if (levelRank(l) < levelRank(best)) best = l;
+  return best;
+}
+
+/** One entry of `fault_time_and_level_map`. */
+export interface TimeAndLevel {
+  fault_time: number;
+  fault_level: string;
+}
+
+/** A fault object as the device plugin writes it in `huawei.com/<T>-Fault` (device-plugin.md H.3). */
+export interface FaultObject {
+  fault_type: string;
+  npu_name: string;
+  large_model_fault_level: string;
+  fault_level: string;
+  fault_handling: string;
+  fault_code: string;
+  fault_time_and_level_map: Record<string, TimeAndLevel>;
+}
+
+/**
+ * A fault after splitting (§0.1): one code per fault, with the center-local receive time (ms) of that
+ * (device, code) pair. `object` is what is published for it (§0.3 merges objects of one type again).
+ */
+export interface DeviceFault {
+  code: string;
+  level: string;
+  faultTime: number;
+  /** ms; when the center first saw this code on this device during its current presence (§0.1) */
+  receivedTime: number;
+  object: FaultObject;
+}
+
+/** One node's device view (§0.1, §0.3). Mutable: processors edit a per-cycle deep copy (§0.2). */
+export interface NodeDeviceView {
+  /** node name (ConfigMap name without `mindx-dl-deviceinfo-`) */
+  node: string;
+  /** `Ascend910`, `Ascend310P`, `Ascend310` or `npu` (§0.1 "Device type") */
+  deviceType: string;
+  /** the `DeviceList` as read, values as strings (`huawei.com/<T>` lists, `-Fault` JSON…) */
+  deviceList: Record<string, string>;
+  updateTime: number;
+  superPodId: number;
+  serverIndex: number;
+  rackId: number;
+  /** faults per device name (`Ascend910-3`), in arrival order */
+  faults: Map<string, DeviceFault[]>;
+}
+
+/** `huawei.com/<T>` */
+export function availableKey(deviceType: string): string {
+  return `huawei.com/${deviceType}`;
+}
+
+function splitList(value: string | undefined): string[] {
+  return value ? value.split(',').filter((s) => s !== '') : [];
+}
+
+function sameObject(a: FaultObject, b: FaultObject): boolean {
+  if (
+    a.fault_type !== b.fault_type ||
+    a.npu_name !== b.npu_name ||
+    a.large_model_fault_level !== b.large_model_fault_level ||
+    a.fault_level !== b.fault_level ||
+    a.fault_handling !== b.fault_handling ||
+    a.fault_code !== b.fault_code
+  ) {
+    return false;
+  }
+  const ka = Object.keys(a.fault_time_and_level_map);
+  const kb = Object.keys(b.fault_time_and_level_map);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => {
+    const x = a.fault_time_and_level_map[k];
+    const y = b.fault_time_and_level_map[k];
+    return y !== undefined && x !== undefined && x.fault_time === y.fault_time && x.fault_level === y.fault_level;
+  });
+}
+
+/**
+ * "Add fault and fix" (§0.3): append `fault` to `device` unless an identical object is already there; a fault
+ * whose level is not harmless takes the device out of `huawei.com/<T>` and puts it (once) into `-Unhealthy`
+ * (`CardUnhealthy`, `PublicFault`) or `-NetworkUnhealthy` (`CardNetworkUnhealthy`). Returns whether anything was
+ * added.
+ */
+export function addFaultAndFix(view: NodeDeviceView, device: string, fault: DeviceFault): boolean {
+  const list = view.faults.get(device) ?? [];
+  if (list.some((f) => sameObject(f.object, fault.object))) return false;
+  list.push(fault);
+  view.faults.set(device, list);
+  if (!HARMLESS_LEVELS.has(fault.level)) {
+    const key = availableKey(view.deviceType);
+    view.deviceList[key] = splitList(view.deviceList[key])
+      .filter((d) => d !== device)
+      .join(',');
+    const type = fault.object.fault_type;
+    const target =
+      type === 'CardNetworkUnhealthy'
+        ? `${key}-NetworkUnhealthy`
+        : type === 'CardUnhealthy' || type === 'PublicFault'
+          ? `${key}-Unhealthy`
+          : undefined;
+    if (target) {
+      const current = splitList(view.deviceList[target]);
+      if (!current.includes(device)) view.deviceList[target] = [...current, device].join(',');
+    }
+  }
+  return true;
+}
+
+/** Deep copy for one processing cycle (§0.2 step 2). */
+export function cloneView(view: NodeDeviceView): NodeDeviceView {
+  const faults = new Map<string, DeviceFault[]>();
+  for (const [d, list] of view.faults)
+    faults.set(
+      d,
+      list.map((f) => structuredClone(f)),
+    );
+  return { ...view, deviceList: { ...view.deviceList }, faults };
+}
+
+/** A step of the processor chain of §0.2, applied to the per-cycle copy of every node's view. */
+export interface DeviceViewProcessor {
+  readonly name: string;
+  process(views: Map<string, NodeDeviceView>, nowMs: number): void;
+}
