@@ -6,6 +6,8 @@ import os from 'node:os';
 import { benchFaultCallback } from './fault-callback.js';
 import { benchKubelet } from './kubelet.js';
 import { benchFaultEngine } from './fault-engine.js';
+import { benchFaultCenter } from './fault-center.js';
+import { benchPublicFault } from './public-fault.js';
 import { fmt } from './stats.js';
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -44,3 +46,21 @@ kubeletLine('Allocate in-process (target p99 < 1 ms)', kb.allocateInProcess);
 kubeletLine('Allocate gRPC round trip over UDS', kb.allocateGrpc);
 kubeletLine('kubelet.sock re-created -> Register received (target p99 < 300 ms)', kb.reregister);
 log(JSON.stringify({ bench: 'kubelet', ...kb }));
+
+log('fault-center: software-fault detector + counter, full cluster re-publish (1,000 nodes x 16 chips, 200 jobs)');
+const fcr = benchFaultCenter(log);
+log(
+  `  detector + counter: ${fmt(fcr.detectorCounter.faultsPerSec, 0)} faults/s (target >= 100,000); ` +
+    `one processing cycle ${fmt(fcr.republish.cycleMs, 1)} ms, chunk build ${fmt(fcr.republish.chunkBuildMs, 1)} ms ` +
+    `(${fcr.republish.chunks} ConfigMaps; target full re-publish < 1 s)`,
+);
+log(JSON.stringify({ bench: 'fault-center', ...fcr }));
+
+log('public-fault: SendPublicFault over gRPC on loopback, validation, memory at the 50,000 cap');
+const pf = await benchPublicFault(log);
+log(
+  `  SendPublicFault: median ${fmt(pf.grpc.requestsPerSec, 0)} requests/s (target >= 5,000), ` +
+    `p50 ${fmt(pf.grpc.p50Ms, 1)} ms, p99 ${fmt(pf.grpc.p99Ms, 1)} ms; validation ${fmt(pf.validation.faultsPerSec, 0)} faults/s; ` +
+    `cap: ${pf.memory.entries} entries, +${fmt(pf.memory.heapMiB, 1)} MiB heap, merge pass ${fmt(pf.memory.processorPassMs, 0)} ms`,
+);
+log(JSON.stringify({ bench: 'public-fault', ...pf }));

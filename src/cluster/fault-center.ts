@@ -1,0 +1,606 @@
+/**
+ * The fault center's I/O shell around the pure {@link FaultCenterCore}: Lease election, watchers (device-info
+ * ConfigMaps, pods, Volcano PodGroups, the policy ConfigMap), the 1 s processing cycle, the 15 s manual-info step,
+ * the published `cluster-info-device-<m>` ConfigMaps, and the persisted state ConfigMap. Only the leader does work.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
+import { ObjectWriteQueue } from '../kube/write-queue.js';
+import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
+import type { ConfigMapLike } from './device-info-intake.js';
+import type { DeviceViewProcessor } from './device-view.js';
+import {
+  buildChunks,
+  chunkName,
+  CLUSTER_INFO_LABELS,
+  CLUSTER_INFO_NAMESPACE,
+  CLUSTER_INFO_PREFIX,
+} from './cluster-info.js';
+import { LeaseElector } from './leader-election.js';
+import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
+import type { ManualCmAction, ManualCmRead } from './manual-separation.js';
+import { FaultCenterMetrics } from './metrics.js';
+import { policyFromConfigMapData, POLICY_CONFIGMAP, POLICY_KEY, POLICY_NAMESPACE } from './policy.js';
+import { FaultCenterCore } from './processing-center.js';
+import type { Registry } from 'prom-client';
+
+/** The public-fault service contract (implemented in src/cluster/public-fault/). */
+export interface PublicFaultService {
+  processor: DeviceViewProcessor;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  onChange(listener: () => void): () => void;
+}
+
+/** Timings; defaults are upstream's. Tests shorten them. */
+export interface FaultCenterTimings {
+  cycleMs: number;
+  releaseTickMs: number;
+  publishMinIntervalMs: number;
+  publishForceMs: number;
+  leaseDurationSec: number;
+  leaseRenewDeadlineMs: number;
+  leaseRetryPeriodMs: number;
+  startupRetryMs: number;
+}
+
+export const DEFAULT_TIMINGS: FaultCenterTimings = {
+  cycleMs: 1000,
+  releaseTickMs: 15_000,
+  publishMinIntervalMs: 200,
+  publishForceMs: 5000,
+  leaseDurationSec: 15,
+  leaseRenewDeadlineMs: 10_000,
+  leaseRetryPeriodMs: 2000,
+  startupRetryMs: 1000,
+};
+
+/** Options of {@link FaultCenter}. */
+export interface FaultCenterOptions {
+  readonly kubeConfig: k8s.KubeConfig;
+  readonly identity: string;
+  readonly leaseName: string;
+  readonly leaseNamespace: string;
+  readonly countJoblessFaults: boolean;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  /** local cache of the persisted state (the ConfigMap is authoritative) */
+  readonly stateDir?: string;
+  /** created when this replica starts leading (public faults) */
+  readonly extraServices?: () => PublicFaultService[];
+  readonly timings?: Partial<FaultCenterTimings>;
+  readonly now?: () => number;
+}
+
+const DEVICE_INFO_SELECTOR = 'mx-consumer-cim=true';
+const STATE_KEY = 'state';
+/** Persisted state larger than this is written without the intake snapshot (ConfigMaps hold 1 MiB). */
+const MAX_STATE_BYTES = 900 * 1024;
+
+function statusOf(e: unknown): number | undefined {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Work of one leadership term; discarded when leadership ends. */
+interface Term {
+  core: FaultCenterCore;
+  stopped: boolean;
+  timers: NodeJS.Timeout[];
+  informers: k8s.Informer<k8s.KubernetesObject>[];
+  services: PublicFaultService[];
+  unsubscribe: (() => void)[];
+  chunkQueues: Map<number, ObjectWriteQueue<ConfigMapBody>>;
+  stateQueue: ObjectWriteQueue<ConfigMapBody>;
+  usedChunks: number;
+  dirty: boolean;
+  lastPublishMs: number;
+  lastStateJson: string;
+  synced: boolean;
+  lastRawDeviceInfo: Map<string, ConfigMapLike>;
+}
+
+/** The fault center. */
+export class FaultCenter {
+  readonly metrics: FaultCenterMetrics;
+  readonly #o: FaultCenterOptions;
+  readonly #t: FaultCenterTimings;
+  readonly #core: k8s.CoreV1Api;
+  readonly #custom: k8s.CustomObjectsApi;
+  readonly #elector: LeaseElector;
+  readonly #log: Logger;
+  #term: Term | undefined;
+  #termStart: Promise<void> = Promise.resolve();
+
+  constructor(options: FaultCenterOptions) {
+    this.#o = options;
+    this.#t = { ...DEFAULT_TIMINGS, ...options.timings };
+    this.#log = options.logger;
+    this.metrics = new FaultCenterMetrics(options.registry);
+    this.#core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.#custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    this.#elector = new LeaseElector({
+      api: options.kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+      name: options.leaseName,
+      namespace: options.leaseNamespace,
+      identity: options.identity,
+      leaseDurationSec: this.#t.leaseDurationSec,
+      renewDeadlineMs: this.#t.leaseRenewDeadlineMs,
+      retryPeriodMs: this.#t.leaseRetryPeriodMs,
+      now: options.now,
+      onStartedLeading: () => {
+        this.#log.info({ identity: options.identity, lease: options.leaseName }, 'started leading');
+        this.metrics.leader.set(1);
+        this.metrics.leaseTransitions.inc();
+        this.#termStart = this.#termStart.then(() => this.#lead());
+      },
+      onStoppedLeading: () => {
+        this.#log.warn({ identity: options.identity }, 'stopped leading');
+        this.metrics.leader.set(0);
+        this.metrics.leaseTransitions.inc();
+        this.#termStart = this.#termStart.then(() => this.#unlead());
+      },
+      onError: (e) => this.#log.warn({ err: String(e) }, 'lease attempt failed'),
+    });
+  }
+
+  #now(): number {
+    return (this.#o.now ?? Date.now)();
+  }
+
+  /** Whether this replica leads and has read its inputs. */
+  get ready(): boolean {
+    return this.#elector.isLeader && this.#term?.synced === true;
+  }
+
+  get isLeader(): boolean {
+    return this.#elector.isLeader;
+  }
+
+  /** The core of the current term (tests, npuctl status). */
+  get core(): FaultCenterCore | undefined {
+    return this.#term?.core;
+  }
+
+  /** Starts campaigning for the Lease. */
+  start(): void {
+    this.#elector.start();
+  }
+
+  /** Stops; `release` hands the Lease over at once instead of letting it expire. */
+  async stop(release = true): Promise<void> {
+    await this.#elector.stop(release);
+    await this.#termStart;
+    await this.#unlead();
+  }
+
+  /** Simulates a crash for tests: stops renewing and working without releasing the Lease. */
+  async halt(): Promise<void> {
+    await this.stop(false);
+  }
+
+  async #lead(): Promise<void> {
+    const o = this.#o;
+    const services = o.extraServices?.() ?? [];
+    const core = new FaultCenterCore({
+      extraProcessors: services.map((s) => s.processor),
+      countJoblessFaults: o.countJoblessFaults,
+      listener: {
+        separated: (f, fresh) => {
+          this.metrics.separations.inc({ new: String(fresh) });
+          this.#log.info(
+            { node: f.node, dev: f.dev, code: f.code, lastSeparateTime: f.receivedTime, fresh },
+            'NPU manually separated',
+          );
+        },
+        released: (node, dev, code, reason) => {
+          this.metrics.releases.inc({ reason });
+          this.#log.info({ node, dev, code, reason }, 'manual separation released');
+        },
+      },
+    });
+    const writer = configMapWriter(this.#core);
+    const term: Term = {
+      core,
+      stopped: false,
+      timers: [],
+      informers: [],
+      services,
+      unsubscribe: [],
+      chunkQueues: new Map(),
+      stateQueue: new ObjectWriteQueue({
+        writer,
+        onError: (e) => this.#log.warn({ err: String(e) }, 'state ConfigMap write failed'),
+      }),
+      usedChunks: 0,
+      dirty: true,
+      lastPublishMs: 0,
+      lastStateJson: '',
+      synced: false,
+      lastRawDeviceInfo: new Map(),
+    };
+    this.#term = term;
+    try {
+      await this.#loadPolicy(term, true);
+      await this.#loadManualInfo(term);
+      await this.#loadState(term);
+      term.usedChunks = await this.#existingChunks();
+      if (term.stopped) return;
+      await this.#startInformers(term);
+      for (const s of services) {
+        term.unsubscribe.push(s.onChange(() => void (term.dirty = true)));
+        await s.start();
+      }
+      term.synced = true;
+      const every = (ms: number, fn: () => Promise<void> | void) => {
+        const timer = setInterval(() => {
+          if (term.stopped) return;
+          Promise.resolve(fn()).catch((e: unknown) => this.#log.error({ err: String(e) }, 'periodic task failed'));
+        }, ms);
+        timer.unref();
+        term.timers.push(timer);
+      };
+      every(this.#t.cycleMs, () => this.#cycle(term));
+      every(this.#t.releaseTickMs, () => this.#releaseTick(term));
+      every(this.#t.publishMinIntervalMs, () => this.#publish(term));
+      this.#cycle(term);
+    } catch (e) {
+      this.#log.error({ err: String(e) }, 'leader start-up failed; stepping down');
+      await this.#elector.stop(true);
+      this.#elector.start();
+    }
+  }
+
+  async #unlead(): Promise<void> {
+    const term = this.#term;
+    if (term === undefined) return;
+    this.#term = undefined;
+    term.stopped = true;
+    for (const t of term.timers) clearInterval(t);
+    for (const u of term.unsubscribe) u();
+    await Promise.all(term.informers.map((i) => i.stop().catch(() => undefined)));
+    await Promise.all(term.services.map((s) => s.stop().catch(() => undefined)));
+    for (const q of term.chunkQueues.values()) q.close();
+    term.stateQueue.close();
+  }
+
+  async #event(reason: string, message: string, name: string, namespace: string): Promise<void> {
+    const now = new Date(this.#now());
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { generateName: `${name}.`, namespace },
+          involvedObject: { kind: 'ConfigMap', name, namespace, apiVersion: 'v1' },
+          reason,
+          message,
+          type: 'Warning',
+          source: { component: 'ascend-fault-center' },
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (e) {
+      this.#log.warn({ err: String(e), reason }, 'event not written');
+    }
+  }
+
+  /** §1.2 load: validate, then swap; the previous policy stays on any error. */
+  async #applyPolicyData(data: Record<string, string> | undefined | null): Promise<void> {
+    const term = this.#term;
+    if (term === undefined) return;
+    try {
+      const p = policyFromConfigMapData(data);
+      const wiped = term.core.manual.setPolicy(p);
+      this.metrics.policyLoads.inc({ result: 'applied' });
+      this.#log.info({ policy: p, wiped }, 'manual separation policy applied');
+    } catch (e) {
+      this.metrics.policyLoads.inc({ result: 'rejected' });
+      const message = `${POLICY_NAMESPACE}/${POLICY_CONFIGMAP} key ${POLICY_KEY} rejected, previous policy kept: ${(e as Error).message}`;
+      this.#log.error({ key: POLICY_KEY }, message);
+      await this.#event('PolicyRejected', message, POLICY_CONFIGMAP, POLICY_NAMESPACE);
+    }
+  }
+
+  async #loadPolicy(term: Term, startup: boolean): Promise<void> {
+    for (let i = 0; i < (startup ? 3 : 1); i++) {
+      try {
+        const cm = await this.#core.readNamespacedConfigMap({ name: POLICY_CONFIGMAP, namespace: POLICY_NAMESPACE });
+        await this.#applyPolicyData(cm.data);
+        return;
+      } catch (e) {
+        if (i < 2 && startup && !term.stopped) await sleep(this.#t.startupRetryMs);
+        else {
+          this.metrics.policyLoads.inc({ result: 'missing' });
+          this.#log.warn(
+            { err: String(e) },
+            'policy ConfigMap not readable; separation stays off, nothing is released',
+          );
+        }
+      }
+    }
+  }
+
+  async #readManualCm(tries: number): Promise<ManualCmRead> {
+    let last: unknown;
+    for (let i = 0; i < tries; i++) {
+      try {
+        const cm = await this.#core.readNamespacedConfigMap({
+          name: MANUAL_INFO_CONFIGMAP,
+          namespace: MANUAL_INFO_NAMESPACE,
+        });
+        return { kind: 'data', data: cm.data };
+      } catch (e) {
+        if (statusOf(e) === 404) return { kind: 'missing' };
+        last = e;
+        if (i + 1 < tries) await sleep(500);
+      }
+    }
+    return { kind: 'error', message: String(last) };
+  }
+
+  async #reportBadKeys(bad: { key: string; reason: string }[]): Promise<void> {
+    for (const b of bad) {
+      this.metrics.rejectedInputs.inc({ input: 'manual-info', reason: 'unreadable-key' });
+      const message = `${MANUAL_INFO_NAMESPACE}/${MANUAL_INFO_CONFIGMAP} key ${b.key} unreadable (${b.reason}); node kept as last written`;
+      this.#log.error({ key: b.key }, message);
+      await this.#event('ManualInfoKeyRejected', message, MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE);
+    }
+  }
+
+  async #loadManualInfo(term: Term): Promise<void> {
+    const read = await this.#readManualCm(3);
+    if (read.kind === 'error') {
+      this.#log.error({ err: read.message }, `${MANUAL_INFO_CONFIGMAP} not readable at start; starting empty`);
+      return;
+    }
+    const bad = term.core.manual.load(read.kind === 'data' ? read.data : {});
+    await this.#reportBadKeys(bad);
+  }
+
+  #stateName(): string {
+    return `${this.#o.leaseName}-state`;
+  }
+
+  async #loadState(term: Term): Promise<void> {
+    let text: string | undefined;
+    try {
+      const cm = await this.#core.readNamespacedConfigMap({
+        name: this.#stateName(),
+        namespace: this.#o.leaseNamespace,
+      });
+      text = cm.data?.[STATE_KEY];
+    } catch (e) {
+      if (statusOf(e) !== 404) this.#log.warn({ err: String(e) }, 'state ConfigMap not readable');
+      if (this.#o.stateDir !== undefined) {
+        text = await fs.readFile(path.join(this.#o.stateDir, 'state.json'), 'utf8').catch(() => undefined);
+      }
+    }
+    if (text === undefined) return;
+    try {
+      const problems = term.core.restoreState(JSON.parse(text));
+      for (const p of problems) this.#log.warn({ problem: p }, 'persisted state entry skipped');
+      term.lastStateJson = text;
+      this.#log.info('persisted counter state restored');
+    } catch (e) {
+      this.#log.error({ err: String(e) }, 'persisted state unreadable; counting starts empty');
+    }
+  }
+
+  async #existingChunks(): Promise<number> {
+    const list = await this.#core.listNamespacedConfigMap({ namespace: CLUSTER_INFO_NAMESPACE });
+    let n = 0;
+    for (const cm of list.items) {
+      const name = cm.metadata?.name ?? '';
+      const m = new RegExp(`^${CLUSTER_INFO_PREFIX}(\\d+)$`).exec(name);
+      if (m !== null) n = Math.max(n, Number(m[1]) + 1);
+    }
+    return n;
+  }
+
+  async #startInformers(term: Term): Promise<void> {
+    const kc = this.#o.kubeConfig;
+    const keep = (inf: k8s.Informer<k8s.KubernetesObject> & k8s.ObjectCache<k8s.KubernetesObject>, what: string) => {
+      inf.on('error', (e: unknown) => {
+        this.#log.warn({ err: String(e), what }, 'watch ended; restarting');
+        const t = setTimeout(() => {
+          if (!term.stopped) inf.start().catch(() => undefined);
+        }, 1000);
+        t.unref();
+      });
+      term.informers.push(inf);
+      return inf;
+    };
+    // device-info ConfigMaps (§0.1)
+    const di = keep(
+      k8s.makeInformer(
+        kc,
+        `/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`,
+        () =>
+          this.#core.listNamespacedConfigMap({ namespace: DEVICE_INFO_NAMESPACE, labelSelector: DEVICE_INFO_SELECTOR }),
+        DEVICE_INFO_SELECTOR,
+      ),
+      'device-info',
+    );
+    const offer = (type: 'add' | 'update' | 'delete', cm: ConfigMapLike) => {
+      const name = cm.metadata?.name ?? '';
+      const old = term.lastRawDeviceInfo.get(name);
+      if (type === 'delete') term.lastRawDeviceInfo.delete(name);
+      else term.lastRawDeviceInfo.set(name, cm);
+      const r = type === 'update' ? term.core.intake.offer({ type, old, cm }) : term.core.intake.offer({ type, cm });
+      if (!r.accepted) {
+        this.metrics.rejectedInputs.inc({ input: 'device-info', reason: r.reason });
+        this.#log.warn({ configMap: name, reason: r.reason, detail: r.detail }, 'device-info ConfigMap event ignored');
+      }
+    };
+    di.on('add', (cm) => offer('add', cm));
+    di.on('update', (cm) => offer('update', cm));
+    di.on('delete', (cm) => offer('delete', cm));
+    // pods (§1.3)
+    const pods = keep(
+      k8s.makeInformer(kc, '/api/v1/pods', () => this.#core.listPodForAllNamespaces()),
+      'pods',
+    );
+    const upsertPod = (p: k8s.KubernetesObject) => {
+      const err = term.core.jobIndex.upsertPod(p);
+      if (err !== undefined) {
+        this.metrics.rejectedInputs.inc({ input: 'pod-annotation', reason: 'malformed' });
+        this.#log.warn(err);
+      }
+    };
+    pods.on('add', upsertPod);
+    pods.on('update', upsertPod);
+    pods.on('delete', (p) => term.core.jobIndex.deletePod(p));
+    // Volcano PodGroups (§1.4)
+    const pgs = keep(
+      k8s.makeInformer(
+        kc,
+        '/apis/scheduling.volcano.sh/v1beta1/podgroups',
+        () =>
+          this.#custom.listClusterCustomObject({
+            group: 'scheduling.volcano.sh',
+            version: 'v1beta1',
+            plural: 'podgroups',
+          }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+      ),
+      'podgroups',
+    );
+    pgs.on('add', (p) => term.core.jobIndex.upsertPodGroup(p));
+    pgs.on('update', (p) => term.core.jobIndex.upsertPodGroup(p));
+    pgs.on('delete', (p) => term.core.jobIndex.deletePodGroup(p));
+    // the policy ConfigMap (§1.2; watched instead of polled every 300 s)
+    const fieldSelector = `metadata.name=${POLICY_CONFIGMAP}`;
+    const pol = keep(
+      k8s.makeInformer(kc, `/api/v1/namespaces/${POLICY_NAMESPACE}/configmaps`, () =>
+        this.#core.listNamespacedConfigMap({ namespace: POLICY_NAMESPACE, fieldSelector }),
+      ),
+      'policy',
+    );
+    let lastPolicyText: string | undefined;
+    const onPolicy = (cm: k8s.KubernetesObject) => {
+      const c = cm as k8s.V1ConfigMap;
+      if (c.metadata?.name !== POLICY_CONFIGMAP) return;
+      const text = JSON.stringify(c.data ?? null);
+      if (text === lastPolicyText) return;
+      lastPolicyText = text;
+      void this.#applyPolicyData(c.data);
+    };
+    pol.on('add', onPolicy);
+    pol.on('update', onPolicy);
+    for (const inf of [di, pods, pgs, pol]) {
+      try {
+        await inf.start();
+      } catch (e) {
+        this.#log.warn({ err: String(e) }, 'initial list failed; the watch retries');
+        inf.on('error', () => undefined);
+        const t = setTimeout(() => void inf.start().catch(() => undefined), 1000);
+        t.unref();
+      }
+    }
+  }
+
+  #cycle(term: Term): void {
+    if (term.stopped) return;
+    const now = this.#now();
+    const r = term.core.cycle(now);
+    this.metrics.cycles.inc();
+    if (r.changed) term.dirty = true;
+    if (r.pass.counted.length > 0) this.metrics.verdicts.inc({ verdict: 'hardware' }, r.pass.counted.length);
+    if (r.pass.software.length > 0) {
+      this.metrics.verdicts.inc({ verdict: 'software' }, r.pass.software.length);
+      this.#log.info({ faults: r.pass.software.length }, 'software faults dropped by the job detector');
+    }
+    if (r.pass.orphaned.length > 0) this.metrics.verdicts.inc({ verdict: 'orphaned' }, r.pass.orphaned.length);
+    let separated = 0;
+    for (const devs of term.core.manual.cache.totals().values()) separated += devs.length;
+    this.metrics.separatedDevices.set(separated);
+    this.#persist(term);
+  }
+
+  #persist(term: Term): void {
+    const state = term.core.exportState();
+    let json = JSON.stringify(state);
+    if (json === term.lastStateJson) return;
+    if (Buffer.byteLength(json) > MAX_STATE_BYTES) {
+      this.#log.warn('persisted state too large; written without the intake snapshot');
+      json = JSON.stringify({ ...state, intake: {} });
+    }
+    term.lastStateJson = json;
+    term.stateQueue.submit({
+      metadata: { name: this.#stateName(), namespace: this.#o.leaseNamespace },
+      data: { [STATE_KEY]: json },
+    });
+    if (this.#o.stateDir !== undefined) {
+      const dir = this.#o.stateDir;
+      void fs
+        .mkdir(dir, { recursive: true })
+        .then(() => fs.writeFile(path.join(dir, 'state.json'), json))
+        .catch((e: unknown) => this.#log.warn({ err: String(e) }, 'state cache not written'));
+    }
+  }
+
+  async #releaseTick(term: Term): Promise<void> {
+    const read = term.core.manual.cache.isEmpty ? ({ kind: 'missing' } as const) : await this.#readManualCm(3);
+    if (term.stopped) return;
+    const r = term.core.manual.releaseTick(this.#now(), read);
+    await this.#reportBadKeys(r.bad);
+    term.dirty = true;
+    await this.#writeManual(term, r.action);
+  }
+
+  async #writeManual(term: Term, action: ManualCmAction): Promise<void> {
+    const ns = MANUAL_INFO_NAMESPACE;
+    try {
+      if (action.kind === 'delete') {
+        await this.#core
+          .deleteNamespacedConfigMap({ name: MANUAL_INFO_CONFIGMAP, namespace: ns })
+          .catch((e: unknown) => {
+            if (statusOf(e) !== 404) throw e;
+          });
+      } else {
+        const body = { metadata: { name: MANUAL_INFO_CONFIGMAP, namespace: ns }, data: action.data };
+        await this.#core
+          .replaceNamespacedConfigMap({ name: MANUAL_INFO_CONFIGMAP, namespace: ns, body })
+          .catch(async (e: unknown) => {
+            if (statusOf(e) !== 404) throw e;
+            await this.#core.createNamespacedConfigMap({ namespace: ns, body });
+          });
+      }
+      if (!term.stopped) term.core.manual.written(action);
+    } catch (e) {
+      this.#log.warn({ err: String(e) }, `${MANUAL_INFO_CONFIGMAP} write failed; retried at the next tick`);
+    }
+  }
+
+  /** §0.3 cadence: at most one publish per `publishMinIntervalMs`, forced after `publishForceMs`. */
+  #publish(term: Term): void {
+    const now = this.#now();
+    if (!term.dirty && now - term.lastPublishMs < this.#t.publishForceMs) return;
+    term.dirty = false;
+    term.lastPublishMs = now;
+    const chunks = buildChunks(term.core.processed, term.usedChunks);
+    term.usedChunks = chunks.length;
+    chunks.forEach((value, i) => {
+      let q = term.chunkQueues.get(i);
+      if (q === undefined) {
+        q = new ObjectWriteQueue({
+          writer: configMapWriter(this.#core),
+          onWritten: () => this.metrics.publishedWrites.inc(),
+          onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
+        });
+        term.chunkQueues.set(i, q);
+      }
+      const name = chunkName(i);
+      q.submit({
+        metadata: { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
+        data: { [name]: value },
+      });
+    });
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The pod and PodGroup caches of manual separation (cluster-faults §1.3 "Job id", §1.4 PodGroup liveness):
+ * node → device name → job id (controller owner UID), from the annotation
+ * `ascend.kubectl.kubernetes.io/ascend-910-configuration`; and the set of job ids that have a PodGroup.
+ */
+
+/** The pod annotation listing a pod's NPUs (§1.3). */
+export const POD_DEVICE_ANNOTATION = 'ascend.kubectl.kubernetes.io/ascend-910-configuration';
+/** Largest annotation value read. */
+export const MAX_POD_ANNOTATION_BYTES = 64 * 1024;
+
+/** The fields of a pod or PodGroup the index reads. */
+export interface OwnedObject {
+  metadata?: {
+    uid?: string;
+    namespace?: string;
+    name?: string;
+    annotations?: Record<string, string> | null;
+    ownerReferences?: { uid?: string; controller?: boolean | null }[] | null;
+  };
+  spec?: { nodeName?: string | null; [k: string]: unknown } | null;
+}
+
+/** Controller owner UID, or "" (§1.3). */
+export function controllerUid(o: OwnedObject): string {
+  return o.metadata?.ownerReferences?.find((r) => r.controller === true)?.uid ?? '';
+}
+
+/** Device ids of the annotation; throws with a reason on a malformed value. */
+export function annotationDeviceIds(value: string): string[] {
+  if (Buffer.byteLength(value) > MAX_POD_ANNOTATION_BYTES) throw new Error(`exceeds ${MAX_POD_ANNOTATION_BYTES} bytes`);
+  const parsed = JSON.parse(value) as { devices?: unknown } | null;
+  if (typeof parsed !== 'object' || parsed === null) throw new Error('not a JSON object');
+  if (parsed.devices === undefined || parsed.devices === null) return [];
+  if (!Array.isArray(parsed.devices)) throw new Error('devices is not a list');
+  return parsed.devices.map((d: unknown, i) => {
+    const id = (d as { device_id?: unknown } | null)?.device_id;
+    if (typeof id !== 'string' && typeof id !== 'number') throw new Error(`devices[${i}].device_id is missing`);
+    return String(id);
+  });
+}
+
+interface PodEntry {
+  node: string;
+  jobId: string;
+  deviceIds: string[];
+}
+
+/** The caches. Pod keys are `<namespace>/<name>`. */
+export class JobIndex {
+  readonly #pods = new Map<string, PodEntry>();
+  readonly #podGroupsByKey = new Map<string, string>();
+  readonly #podGroupJobs = new Map<string, number>();
+
+  /**
+   * Adds or replaces a pod (no phase filter, §5). Returns an error message when its annotation is malformed (the
+   * pod is then kept without devices).
+   */
+  upsertPod(pod: OwnedObject): string | undefined {
+    const key = `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+    const node = pod.spec?.nodeName ?? '';
+    const jobId = controllerUid(pod);
+    const value = pod.metadata?.annotations?.[POD_DEVICE_ANNOTATION];
+    let deviceIds: string[] = [];
+    let error: string | undefined;
+    if (value !== undefined) {
+      try {
+        deviceIds = annotationDeviceIds(value);
+      } catch (e) {
+        error = `pod ${key}: annotation ${POD_DEVICE_ANNOTATION}: ${(e as Error).message}`;
+      }
+    }
+    this.#pods.set(key, { node, jobId, deviceIds });
+    return error;
+  }
+
+  deletePod(pod: OwnedObject): void {
+    this.#pods.delete(`${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`);
+  }
+
+  /** §1.3: the job of the first controller-owned pod on `node` whose annotation lists `dev`, else "". */
+  jobOf(node: string, dev: string): string {
+    const id = dev.slice(dev.lastIndexOf('-') + 1);
+    for (const p of this.#pods.values()) {
+      if (p.node === node && p.jobId !== '' && p.deviceIds.includes(id)) return p.jobId;
+    }
+    return '';
+  }
+
+  upsertPodGroup(pg: OwnedObject): void {
+    const key = `${pg.metadata?.namespace ?? ''}/${pg.metadata?.name ?? ''}`;
+    this.deletePodGroup(pg);
+    const uid = controllerUid(pg);
+    this.#podGroupsByKey.set(key, uid);
+    this.#podGroupJobs.set(uid, (this.#podGroupJobs.get(uid) ?? 0) + 1);
+  }
+
+  deletePodGroup(pg: OwnedObject): void {
+    const key = `${pg.metadata?.namespace ?? ''}/${pg.metadata?.name ?? ''}`;
+    const uid = this.#podGroupsByKey.get(key);
+    if (uid === undefined) return;
+    this.#podGroupsByKey.delete(key);
+    const n = (this.#podGroupJobs.get(uid) ?? 1) - 1;
+    if (n <= 0) this.#podGroupJobs.delete(uid);
+    else this.#podGroupJobs.set(uid, n);
+  }
+
+  /** §1.4: whether a PodGroup keyed by this controller UID exists. */
+  hasPodGroup(jobId: string): boolean {
+    return jobId !== '' && this.#podGroupJobs.has(jobId);
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The ConfigMap entry point (spec cluster-faults.md §2.1): ConfigMaps in any namespace labelled
+ * `mc-consumer-publicfault=true`, key `PublicFault`. Add and Update submit the new content; an Update whose old
+ * content did not parse is ignored; Delete clears nothing. A value larger than the size limit is refused before it
+ * is decoded.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { CollectResult, PublicFaultLogger } from './collector.js';
+import { startInformer, type RunningInformer } from './informer.js';
+import { decodePublicFaultMessage } from './message-decode.js';
+import type { PublicFaultMetrics } from './metrics.js';
+import type { PublicFaultMessage } from './types.js';
+
+export const PUBLIC_FAULT_LABEL = 'mc-consumer-publicfault';
+export const PUBLIC_FAULT_SELECTOR = `${PUBLIC_FAULT_LABEL}=true`;
+export const PUBLIC_FAULT_KEY = 'PublicFault';
+/** Largest `PublicFault` value accepted (UTF-8 bytes): the Kubernetes ConfigMap limit. */
+export const MAX_PUBLIC_FAULT_VALUE_BYTES = 1024 * 1024;
+
+/** Options of the source. */
+export interface PublicFaultConfigMapSourceOptions {
+  kubeConfig: k8s.KubeConfig;
+  collect(msg: PublicFaultMessage, source: 'configmap', origin: string): CollectResult;
+  logger: PublicFaultLogger;
+  metrics: PublicFaultMetrics;
+  maxValueBytes?: number;
+  retryMs?: number;
+}
+
+type Parsed = { ok: true; msg: PublicFaultMessage } | { ok: false; reason: string; detail: string };
+
+/** Watches the labelled ConfigMaps and submits their messages. */
+export class PublicFaultConfigMapSource {
+  readonly #o: PublicFaultConfigMapSourceOptions;
+  /** whether the last seen content of each ConfigMap parsed (for §2.1 "old object fails to parse") */
+  readonly #lastParsed = new Map<string, boolean>();
+  #informer: RunningInformer | undefined;
+
+  constructor(options: PublicFaultConfigMapSourceOptions) {
+    this.#o = options;
+  }
+
+  #parse(cm: k8s.V1ConfigMap): Parsed {
+    const value = cm.data?.[PUBLIC_FAULT_KEY];
+    if (value === undefined) return { ok: false, reason: 'missing-key', detail: `no ${PUBLIC_FAULT_KEY} key` };
+    const limit = this.#o.maxValueBytes ?? MAX_PUBLIC_FAULT_VALUE_BYTES;
+    const size = Buffer.byteLength(value, 'utf8');
+    if (size > limit) return { ok: false, reason: 'too-large', detail: `${size} bytes, limit ${limit}` };
+    try {
+      return { ok: true, msg: decodePublicFaultMessage(value) };
+    } catch (e) {
+      return { ok: false, reason: 'unparsable', detail: (e as Error).message };
+    }
+  }
+
+  #submit(cm: k8s.V1ConfigMap, event: 'add' | 'update'): void {
+    const ref = `${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`;
+    const parsed = this.#parse(cm);
+    const oldParsed = this.#lastParsed.get(ref);
+    this.#lastParsed.set(ref, parsed.ok);
+    if (event === 'update' && oldParsed === false) {
+      // §2.1: upstream ignores an update whose old object failed to parse, even when the new one is valid
+      this.#o.metrics.rejection('configmap', 'previous-version-unparsable');
+      this.#o.logger.warn(
+        { configMap: ref, reason: 'previous-version-unparsable' },
+        'public fault ConfigMap update ignored: its previous version did not parse (re-create it to resubmit)',
+      );
+      return;
+    }
+    if (!parsed.ok) {
+      this.#o.metrics.rejection('configmap', parsed.reason);
+      this.#o.logger.warn(
+        { configMap: ref, reason: parsed.reason },
+        `public fault ConfigMap ignored: ${parsed.detail}`,
+      );
+      return;
+    }
+    this.#o.collect(parsed.msg, 'configmap', ref);
+  }
+
+  /** Lists (every existing ConfigMap arrives as an Add) and watches. */
+  async start(): Promise<void> {
+    const core = this.#o.kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.#informer = await startInformer<k8s.V1ConfigMap>(
+      this.#o.kubeConfig,
+      '/api/v1/configmaps',
+      () => core.listConfigMapForAllNamespaces({ labelSelector: PUBLIC_FAULT_SELECTOR }),
+      {
+        add: (cm) => this.#submit(cm, 'add'),
+        update: (cm) => this.#submit(cm, 'update'),
+        // §2.1: deleting the ConfigMap does not clear its faults
+        delete: (cm) => void this.#lastParsed.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`),
+      },
+      this.#o.logger,
+      { labelSelector: PUBLIC_FAULT_SELECTOR, ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}) },
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.#informer?.stop();
+    this.#informer = undefined;
+  }
+}

@@ -1,0 +1,79 @@
+import { describe, expect, test } from '@jest/globals';
+import {
+  addFaultAndFix,
+  cloneView,
+  levelRank,
+  mostSevere,
+  type DeviceFault,
+  type NodeDeviceView,
+} from '../../src/cluster/device-view.js';
+import { faultObject } from './helpers.js';
+
+function view(): NodeDeviceView {
+  return {
+    node: 'node-1',
+    deviceType: 'Ascend910',
+    deviceList: { 'huawei.com/Ascend910': 'Ascend910-0,Ascend910-1', 'huawei.com/Ascend910-Unhealthy': '' },
+    updateTime: 1,
+    superPodId: -2,
+    serverIndex: -2,
+    rackId: -2,
+    faults: new Map(),
+  };
+}
+const fault = (level: string, type = 'CardUnhealthy'): DeviceFault => ({
+  code: 'c',
+  level,
+  faultTime: 1,
+  receivedTime: 1,
+  object: faultObject('Ascend910-1', 'c', level, 1, type),
+});
+
+describe('0.3 add fault and fix', () => {
+  test('0.3 a normal-level fault does not change the lists', () => {
+    const v = view();
+    addFaultAndFix(v, 'Ascend910-1', fault('NotHandleFault'));
+    expect(v.deviceList['huawei.com/Ascend910']).toBe('Ascend910-0,Ascend910-1');
+  });
+
+  test('0.3 a duplicate is not re-added', () => {
+    const v = view();
+    addFaultAndFix(v, 'Ascend910-1', fault('RestartNPU'));
+    expect(addFaultAndFix(v, 'Ascend910-1', fault('RestartNPU'))).toBe(false);
+  });
+
+  test('0.3 a severe card fault moves the device to -Unhealthy', () => {
+    const v = view();
+    addFaultAndFix(v, 'Ascend910-1', fault('SeparateNPU'));
+    expect([v.deviceList['huawei.com/Ascend910'], v.deviceList['huawei.com/Ascend910-Unhealthy']]).toEqual([
+      'Ascend910-0',
+      'Ascend910-1',
+    ]);
+  });
+
+  test('0.3 a network fault moves the device to -NetworkUnhealthy', () => {
+    const v = view();
+    addFaultAndFix(v, 'Ascend910-1', fault('SeparateNPU', 'CardNetworkUnhealthy'));
+    expect(v.deviceList['huawei.com/Ascend910-NetworkUnhealthy']).toBe('Ascend910-1');
+  });
+
+  test('0.3 severity order puts ManuallySeparateNPU first', () => {
+    expect(mostSevere(['RestartNPU', 'ManuallySeparateNPU', 'SeparateNPU'])).toBe('ManuallySeparateNPU');
+  });
+
+  test('0.3 NormalNetwork ranks as NormalNPU', () => {
+    expect(levelRank('NormalNetwork')).toBe(levelRank('NormalNPU'));
+  });
+
+  test('0.2 cloneView is a deep copy', () => {
+    const v = view();
+    v.faults.set('Ascend910-1', [fault('RestartNPU')]);
+    const c = cloneView(v);
+    c.faults.get('Ascend910-1')![0]!.level = 'x';
+    c.deviceList['huawei.com/Ascend910'] = '';
+    expect([v.faults.get('Ascend910-1')![0]!.level, v.deviceList['huawei.com/Ascend910']]).toEqual([
+      'RestartNPU',
+      'Ascend910-0,Ascend910-1',
+    ]);
+  });
+});

@@ -1,0 +1,240 @@
+/**
+ * The fault center against the Kubernetes API stand-in: intake, published view, manual-info ConfigMap, policy
+ * rejection, Lease hand-over (in-process, short durations, injected clock offset), and the built CLI as a child
+ * process.
+ */
+import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { FaultCenter } from '../../src/cluster/fault-center.js';
+import { CONFIGMAPS, KubeApiStandIn, VOLCANO_PODGROUPS, PODS, CORE_EVENTS, LEASES } from '../../src/sim/kube-api.js';
+import { deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
+
+let api: KubeApiStandIn;
+let offset = 0;
+const centers: FaultCenter[] = [];
+
+const now = () => Date.now() + offset;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(fn: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function cm(ns: string, name: string) {
+  return api.store.get(CONFIGMAPS, ns, name) as { data?: Record<string, string> } | undefined;
+}
+
+function center(identity: string, opts: { countJoblessFaults?: boolean } = {}): FaultCenter {
+  const c = new FaultCenter({
+    kubeConfig: api.kubeConfig(),
+    identity,
+    leaseName: 'ascend-fault-center',
+    leaseNamespace: 'cluster-system',
+    countJoblessFaults: opts.countJoblessFaults ?? false,
+    logger: pino({ level: process.env.AFC_LOG ?? 'silent' }),
+    registry: new Registry(),
+    timings: {
+      cycleMs: 50,
+      releaseTickMs: 200,
+      publishMinIntervalMs: 50,
+      leaseDurationSec: 1,
+      leaseRenewDeadlineMs: 500,
+      leaseRetryPeriodMs: 100,
+      startupRetryMs: 50,
+    },
+    now,
+  });
+  centers.push(c);
+  c.start();
+  return c;
+}
+
+function seed(threshold = '1'): void {
+  api.store.create(CONFIGMAPS, 'cluster-system', {
+    metadata: { name: 'clusterd-config-cm', namespace: 'cluster-system' },
+    data: { 'manually_separate_policy.conf': policyText({ threshold }) },
+  });
+  api.store.create(PODS, 'default', jobPod('p0', 'node-1', 'uid-J', [3, 5]));
+  api.store.create(VOLCANO_PODGROUPS, 'default', podGroup('pg', 'uid-J'));
+}
+
+function published(): string {
+  return cm('mindx-dl', 'cluster-info-device-0')?.data?.['cluster-info-device-0'] ?? '';
+}
+
+beforeEach(async () => {
+  offset = 0;
+  api = await KubeApiStandIn.start({ extraResources: [VOLCANO_PODGROUPS] });
+});
+
+afterEach(async () => {
+  await Promise.all(centers.splice(0).map((c) => c.stop()));
+  await api.stop();
+});
+
+describe('fault center against the stand-in', () => {
+  test('0.3 a verified device-info ConfigMap is published in cluster-info-device-0', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    center('a');
+    await until(() => published().includes('mindx-dl-deviceinfo-node-1'), 'published node');
+    expect(JSON.parse(published())['mindx-dl-deviceinfo-node-1'].CmName).toBe('mindx-dl-deviceinfo-node-1');
+  });
+
+  test('0.1 a tampered device-info ConfigMap is ignored', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-2', [], { tamper: true }));
+    center('a');
+    await until(() => published().includes('node-1'), 'published node-1');
+    expect(published()).not.toContain('node-2');
+  });
+
+  test('1.7 a hardware fault at threshold 1 separates, writes clusterd-manual-info-cm and publishes the marker', async () => {
+    seed();
+    api.store.create(
+      CONFIGMAPS,
+      'kube-system',
+      deviceInfoCm('node-1', [faultObject('Ascend910-3', '80E01801', 'RestartNPU')]),
+    );
+    const a = center('a');
+    await until(() => a.core?.manual.jobs.faultsOf('uid-J').length === 1, 'queued job fault');
+    offset = 31_000;
+    await until(() => cm('cluster-system', 'clusterd-manual-info-cm')?.data?.['node-1'], 'manual-info written');
+    await until(() => published().includes('ManuallySeparateNPU'), 'marker published');
+    expect(JSON.parse(cm('cluster-system', 'clusterd-manual-info-cm')!.data!['node-1']!).Total).toEqual([
+      'Ascend910-3',
+    ]);
+  });
+
+  test('1.2 an invalid policy edit is rejected with an Event naming the key, previous policy kept', async () => {
+    seed();
+    const a = center('a');
+    await until(() => a.core?.manual.enabled, 'policy applied');
+    api.store.update(CONFIGMAPS, 'cluster-system', 'clusterd-config-cm', {
+      metadata: { name: 'clusterd-config-cm', namespace: 'cluster-system' },
+      data: { 'manually_separate_policy.conf': policyText({ threshold: '99' }) },
+    });
+    const ev = await until(
+      () => api.store.list(CORE_EVENTS, 'cluster-system').find((e) => JSON.stringify(e).includes('PolicyRejected')),
+      'PolicyRejected event',
+    );
+    expect([
+      JSON.stringify(ev).includes('manually_separate_policy.conf'),
+      a.core?.manual.policy?.faultThreshold,
+    ]).toEqual([true, 1]);
+  });
+
+  test('1.9 a restored separation is surfaced without a policy ConfigMap being needed to keep it', async () => {
+    api.store.create(CONFIGMAPS, 'cluster-system', {
+      metadata: { name: 'clusterd-manual-info-cm', namespace: 'cluster-system' },
+      data: {
+        'node-1':
+          '{"Total":["Ascend910-3"],"Detail":{"Ascend910-3":[{"FaultCode":"c","FaultLevel":"ManuallySeparateNPU","LastSeparateTime":1}]}}',
+      },
+    });
+    const a = center('a');
+    await until(() => a.ready, 'ready');
+    await sleep(600); // several 200 ms manual ticks
+    expect(cm('cluster-system', 'clusterd-manual-info-cm')?.data?.['node-1']).toContain('Ascend910-3');
+  });
+
+  test('lease: a standby takes over when the leader stops renewing and continues the counter', async () => {
+    seed('3');
+    api.store.create(
+      CONFIGMAPS,
+      'kube-system',
+      deviceInfoCm('node-1', [faultObject('Ascend910-3', '80E01801', 'RestartNPU')]),
+    );
+    const a = center('a');
+    await until(() => a.core?.manual.jobs.faultsOf('uid-J').length === 1, 'queued');
+    offset = 31_000;
+    await until(() => a.core?.manual.counter.size === 1, 'counted');
+    await until(
+      () => cm('cluster-system', 'ascend-fault-center-state')?.data?.state?.includes('80E01801'),
+      'state persisted',
+    );
+    // the clock jumped: let the leader renew on the new clock before a standby looks at the Lease
+    await until(() => {
+      const l = api.store.get(LEASES, 'cluster-system', 'ascend-fault-center') as { spec: { renewTime: string } };
+      return Date.parse(l.spec.renewTime) > Date.now() + 20_000;
+    }, 'renewal on the new clock');
+    const b = center('b');
+    await sleep(300);
+    expect(b.isLeader).toBe(false);
+    await a.halt();
+    await until(() => b.ready, 'b leads', 10_000);
+    await sleep(300);
+    expect(b.core?.manual.counter.times('node-1', 'Ascend910-3', '80E01801')?.length).toBe(1);
+  });
+
+  test('lease: the Lease names the leader', async () => {
+    center('a');
+    const lease = await until(() => api.store.get(LEASES, 'cluster-system', 'ascend-fault-center'), 'lease');
+    expect((lease as { spec: { holderIdentity: string } }).spec.holderIdentity).toBe('a');
+  });
+});
+
+describe('ascend-fault-center child process', () => {
+  let child: ChildProcess | undefined;
+  let tmp: string;
+  const bin = path.resolve('dist/cli/fault-center.js');
+
+  beforeEach(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'afc-'));
+  });
+  afterEach(async () => {
+    if (child !== undefined && child.exitCode === null) {
+      const done = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await done;
+    }
+    child = undefined;
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('cli: runs against the stand-in and publishes the processed view', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    const kubeconfig = path.join(tmp, 'kubeconfig');
+    await api.writeKubeconfig(kubeconfig);
+    child = spawn(
+      process.execPath,
+      [
+        bin,
+        `-kubeconfig=${kubeconfig}`,
+        '-metricsAddress=127.0.0.1:0',
+        '-grpcAddress=127.0.0.1:0',
+        '-identity',
+        'cli',
+        `--stateDir=${tmp}`,
+        '-cycleMs=50',
+        '-leaseRetryPeriodMs=100',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    await until(() => published().includes('mindx-dl-deviceinfo-node-1'), 'published by the child');
+    expect(
+      (api.store.get(LEASES, 'cluster-system', 'ascend-fault-center') as { spec: { holderIdentity: string } }).spec
+        .holderIdentity,
+    ).toBe('cli');
+  });
+
+  test('cli: an invalid flag value exits 2 with a message', async () => {
+    child = spawn(process.execPath, [bin, '-leaseDurationSeconds=zero'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise((r) => child!.once('exit', r));
+    expect([code, err]).toEqual([2, expect.stringContaining('invalid integer value "zero" for -leaseDurationSeconds')]);
+  });
+});
