@@ -124,6 +124,8 @@ export class StatisticsWriter {
    * as a Warning Event on the ConfigMap, and loads nothing. Never throws.
    */
   async restore(): Promise<RestoreResult & { error?: string }> {
+    // a restore starts a (new) leadership term: writing is allowed again after an earlier stop()
+    this.#stopped = false;
     const { namespace, logger, metrics, cache } = this.#o;
     const empty: RestoreResult = { loaded: 0, skipped: 0, capped: 0, problems: [] };
     let cm: k8s.V1ConfigMap;
