@@ -147,6 +147,15 @@ describe('§2.10 persistence through the API server', () => {
     expect((await read()).metadata?.labels).toEqual({ 'mc-statistic-fault': 'true' });
   });
 
+  test('§2.10 a writer stopped at the end of a leadership term writes again after the next restore', async () => {
+    const w = writer(withEntries(1));
+    await w.stop();
+    await w.restore();
+    w.notify();
+    await w.flush();
+    expect((await read()).metadata?.labels).toEqual({ 'mc-statistic-fault': 'true' });
+  });
+
   test('§2.10 round trip: what one center writes, the next restores', async () => {
     const a = withEntries(3);
     a.insert(
