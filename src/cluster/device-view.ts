@@ -107,14 +107,20 @@ function sameObject(a: FaultObject, b: FaultObject): boolean {
   ) {
     return false;
   }
-  const ka = Object.keys(a.fault_time_and_level_map);
-  const kb = Object.keys(b.fault_time_and_level_map);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => {
-    const x = a.fault_time_and_level_map[k];
-    const y = b.fault_time_and_level_map[k];
-    return y !== undefined && x !== undefined && x.fault_time === y.fault_time && x.fault_level === y.fault_level;
-  });
+  // no allocation here: this runs for every pair of faults on a device (hot at the 50,000-fault cap)
+  const ma = a.fault_time_and_level_map;
+  const mb = b.fault_time_and_level_map;
+  let count = 0;
+  for (const k in ma) {
+    const x = ma[k];
+    const y = mb[k];
+    if (x === undefined || y === undefined || x.fault_time !== y.fault_time || x.fault_level !== y.fault_level) {
+      return false;
+    }
+    count++;
+  }
+  for (const k in mb) if (mb[k] !== undefined) count--;
+  return count === 0;
 }
 
 /**
@@ -130,9 +136,15 @@ export function addFaultAndFix(view: NodeDeviceView, device: string, fault: Devi
   view.faults.set(device, list);
   if (!HARMLESS_LEVELS.has(fault.level)) {
     const key = availableKey(view.deviceType);
-    view.deviceList[key] = splitList(view.deviceList[key])
-      .filter((d) => d !== device)
-      .join(',');
+    // membership is tested on the string first: most adds find the device already moved (hot at the 50,000 cap)
+    const available = view.deviceList[key];
+    if (available === undefined) {
+      view.deviceList[key] = '';
+    } else if (listHas(available, device)) {
+      view.deviceList[key] = splitList(available)
+        .filter((d) => d !== device)
+        .join(',');
+    }
     const type = fault.object.fault_type;
     const target =
       type === 'CardNetworkUnhealthy'
@@ -141,11 +153,16 @@ export function addFaultAndFix(view: NodeDeviceView, device: string, fault: Devi
           ? `${key}-Unhealthy`
           : undefined;
     if (target) {
-      const current = splitList(view.deviceList[target]);
-      if (!current.includes(device)) view.deviceList[target] = [...current, device].join(',');
+      const current = view.deviceList[target] ?? '';
+      if (!listHas(current, device)) view.deviceList[target] = current === '' ? device : `${current},${device}`;
     }
   }
   return true;
+}
+
+/** Whether the comma-separated `list` has the entry `item`. */
+function listHas(list: string, item: string): boolean {
+  return `,${list},`.includes(`,${item},`);
 }
 
 /** Deep copy for one processing cycle (§0.2 step 2). */
