@@ -6,6 +6,7 @@ import os from 'node:os';
 import { benchFaultCallback } from './fault-callback.js';
 import { benchKubelet } from './kubelet.js';
 import { benchFaultEngine } from './fault-engine.js';
+import { benchConfigMap } from './configmap.js';
 import { benchFaultCenter } from './fault-center.js';
 import { benchPublicFault } from './public-fault.js';
 import { fmt } from './stats.js';
@@ -64,3 +65,11 @@ log(
     `cap: ${pf.memory.entries} entries, +${fmt(pf.memory.heapMiB, 1)} MiB heap, merge pass ${fmt(pf.memory.processorPassMs, 0)} ms`,
 );
 log(JSON.stringify({ bench: 'public-fault', ...pf }));
+
+log('configmap: device-info ConfigMap writes during a fault storm on 16 chips (30 s, real clock, API stand-in)');
+const cm = await benchConfigMap();
+log(
+  `  ${fmt(cm.writesPerMinute, 1)} writes/min (target <= 60; shortest gap ${fmt(cm.minGapMs, 0)} ms); ` +
+    `state change -> ConfigMap p50 ${fmt(cm.delayP50Ms, 0)} ms, p99 ${fmt(cm.delayP99Ms, 0)} ms (target <= 1100 ms)`,
+);
+log(JSON.stringify({ bench: 'configmap', ...cm }));

@@ -1,0 +1,552 @@
+/**
+ * The device-info ConfigMap as a projection of the engine (spec G.2, H): builds the content from the engine's
+ * views, decides when to write (H.4), and writes through one {@link ObjectWriteQueue}. Every write attempt GETs the
+ * live object and reconciles `ManuallySeparateNPU` against it first (G.2), so a name an operator deleted releases
+ * the chip and is never written back — also after a 409, which is retried on a fresh read. A watch on the object
+ * makes an operator's edit take effect within the 1 s spacing instead of at the next cycle, and hand-edited garbage
+ * is reported once and overwritten with a valid ConfigMap.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import {
+  deviceName,
+  parseManualNames,
+  parseReasonsJson,
+  type FaultEngine,
+  type RunMode,
+  type Transition,
+  type UpgradeReason,
+} from '../faults/index.js';
+import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
+import {
+  buildDeviceInfo,
+  deviceInfoConfigMap,
+  deviceInfoConfigMapName,
+  DEVICE_INFO_NAMESPACE,
+  KEY_DEVICE_INFO,
+  KEY_MANUALLY_SEPARATE,
+  KEY_SWITCH_INFO,
+  KEY_UPGRADE_REASON,
+  verifyDeviceInfoCfg,
+  type DeviceInfoContent,
+  type DeviceInfoView,
+} from './device-info.js';
+import type { EventSink } from './event-recorder.js';
+import { ListWatch, type WatchFn } from './list-watch.js';
+import { decideWrite, type WritePolicyTiming, type WrittenSnapshot } from './write-policy.js';
+import {
+  ObjectWriteQueue,
+  statusOf,
+  systemQueueClock,
+  type BackoffOptions,
+  type QueueClock,
+  type WriteQueueStats,
+} from './write-queue.js';
+
+/** Field manager of our writes; other managers in `managedFields` name who edited the object. */
+export const AGENT_FIELD_MANAGER = 'ascend-npu-agent';
+/** Largest ConfigMap value read back (the API server's own limit is 1 MiB for the whole object). */
+export const MAX_LIVE_VALUE_CHARS = 1024 * 1024;
+
+/** A chip as the separation logic needs it. */
+export interface SeparationChip {
+  readonly logicId: number;
+  readonly phyId: number;
+  /** Public device name. */
+  readonly name: string;
+}
+
+/** What the publisher needs from the engine for G.2 (see {@link engineSeparationHost}). */
+export interface SeparationHost {
+  /** Every chip of the node. */
+  chips(): readonly SeparationChip[];
+  /** Logic ids in the manual-separation cache now (not the last cycle's view). */
+  separated(): readonly number[];
+  /** Operator release (spec G.2); returns the engine's transitions. */
+  release(logicId: number): readonly Transition[];
+  /**
+   * Runs one engine cycle now, synchronously, and publishes its result (the composition root's cycle): after a
+   * release the ConfigMap is built from the new views.
+   */
+  runCycle(): void;
+}
+
+/** A {@link SeparationHost} over a {@link FaultEngine}. */
+export function engineSeparationHost(
+  engine: Pick<FaultEngine, 'snapshot' | 'manuallySeparated' | 'release'>,
+  runMode: RunMode,
+  runCycle: () => void,
+  publicName: (name: string) => string = (n) => n,
+): SeparationHost {
+  return {
+    chips: () =>
+      engine
+        .snapshot()
+        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, name: publicName(deviceName(runMode, v.phyId)) })),
+    separated: () => engine.manuallySeparated(),
+    release: (id) => engine.release(id),
+    runCycle,
+  };
+}
+
+/** The ConfigMap calls the publisher makes (a `CoreV1Api` has them). */
+export type DeviceInfoApi = Pick<
+  k8s.CoreV1Api,
+  'readNamespacedConfigMap' | 'replaceNamespacedConfigMap' | 'createNamespacedConfigMap' | 'listNamespacedConfigMap'
+>;
+
+/** The two values G.3 reads at start. */
+export interface StartupValues {
+  readonly found: boolean;
+  readonly manuallySeparateNPU: string;
+  readonly upgradeFaultReason: string;
+}
+
+/** Options of a {@link DeviceInfoPublisher}. */
+export interface DeviceInfoPublisherOptions {
+  readonly api: DeviceInfoApi;
+  /** Watch of the object (client-node's, or a kubeconfig to build it); absent: edits are seen at the next write. */
+  readonly watch?: WatchFn | k8s.KubeConfig;
+  readonly nodeName: string;
+  readonly runMode: RunMode;
+  /** The view at `nowMs` (see `deviceInfoViewOf`); `previousDeviceList` is added here. */
+  readonly view: (nowMs: number) => Omit<DeviceInfoView, 'previousDeviceList'>;
+  readonly separation: SeparationHost;
+  readonly events?: EventSink;
+  /**
+   * The `ManuallySeparateNPU` value known to be live at start (the G.3 read, or the state file's last written
+   * value). Names in it count as written: deleting one releases the chip. Undefined: the start-up read failed; the
+   * first successful read calls {@link DeviceInfoPublisherOptions.lateStartup} and takes its value.
+   */
+  readonly confirmedManual?: string;
+  /** Called with the live values when the start-up read had failed (see `confirmedManual`). */
+  readonly lateStartup?: (values: StartupValues) => void;
+  readonly clock?: QueueClock;
+  readonly timing?: WritePolicyTiming;
+  readonly backoff?: BackoffOptions;
+  readonly random?: () => number;
+  readonly logger?: Logger;
+  /** Called after every successful write (persistence, metrics). */
+  readonly onWritten?: (content: DeviceInfoContent, atMs: number) => void;
+}
+
+/** Counters beyond the queue's. */
+export interface PublisherStats extends WriteQueueStats {
+  /** Chips released because an operator deleted their name. */
+  operatorReleases: number;
+  /** Hand-edited values reported (one Event per distinct key and value). */
+  rejectedInputs: number;
+  /** Foreign changes of the object seen by the watch. */
+  foreignEdits: number;
+}
+
+const MAX_REPORTED = 64;
+const OWN_RVS = 16;
+
+/** Publishes the device-info ConfigMap. */
+export class DeviceInfoPublisher {
+  readonly #o: DeviceInfoPublisherOptions;
+  readonly #clock: QueueClock;
+  readonly #log: Logger;
+  readonly #name: string;
+  readonly #queue: ObjectWriteQueue<number>;
+  readonly #watch: ListWatch<k8s.V1ConfigMap> | undefined;
+  #last: WrittenSnapshot | undefined;
+  #lastDeviceList: Readonly<Record<string, string>> | undefined;
+  /** Phy ids whose names are in the live ConfigMap by our last successful write (or the start-up read). */
+  #confirmed: Set<number> | undefined;
+  readonly #ownRvs: string[] = [];
+  readonly #reported = new Set<string>();
+  #pendingRemoved = new Map<string, UpgradeReason[]>();
+  #force = false;
+  #writing = false;
+  #dirty = false;
+  #evalQueued = false;
+  #timer: unknown;
+  #seq = 0;
+  #stopped = false;
+  #operatorReleases = 0;
+  #rejectedInputs = 0;
+  #foreignEdits = 0;
+
+  constructor(options: DeviceInfoPublisherOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? systemQueueClock;
+    this.#log = options.logger ?? NOOP_LOGGER;
+    this.#name = deviceInfoConfigMapName(options.nodeName);
+    if (options.confirmedManual !== undefined) this.#confirmed = this.#phys(options.confirmedManual);
+    this.#queue = new ObjectWriteQueue<number>({
+      clock: this.#clock,
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.random ? { random: options.random } : {}),
+      writer: {
+        update: () => this.#attempt('update'),
+        create: () => this.#attempt('create'),
+        reconcile: (t) => Promise.resolve(t), // 409: the next attempt GETs the object again (fresh read)
+      },
+      onError: (e, info) =>
+        this.#log.warn(
+          { configMap: this.#name, status: info.status, retryInMs: info.retryInMs, error: String(e) },
+          info.retryInMs === undefined ? 'device-info write rejected' : 'device-info write failed; retrying',
+        ),
+    });
+    if (options.watch !== undefined) {
+      this.#watch = new ListWatch<k8s.V1ConfigMap>({
+        what: `configmap ${DEVICE_INFO_NAMESPACE}/${this.#name}`,
+        path: `/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`,
+        fieldSelector: `metadata.name=${this.#name}`,
+        watch: options.watch,
+        clock: this.#clock,
+        ...(options.backoff ? { backoff: options.backoff } : {}),
+        ...(options.random ? { random: options.random } : {}),
+        logger: this.#log,
+        maxItems: 1,
+        list: async () => {
+          const l = await options.api.listNamespacedConfigMap({
+            namespace: DEVICE_INFO_NAMESPACE,
+            fieldSelector: `metadata.name=${this.#name}`,
+          });
+          return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
+        },
+        onSync: (items) => {
+          const cm = items[0];
+          if (cm === undefined) this.#foreign('absent');
+          else if (!this.#isOwn(cm)) this.#foreign('changed');
+        },
+        onEvent: (type, cm) => {
+          if (type === 'DELETED') this.#foreign('deleted');
+          else if (!this.#isOwn(cm)) this.#foreign('changed');
+        },
+      });
+    }
+  }
+
+  /** Starts the watch and the first write. */
+  async start(): Promise<void> {
+    await this.#watch?.start();
+    this.changed();
+  }
+
+  /** The state changed (after a cycle): decide again whether to write. Returns at once. */
+  changed(): void {
+    if (this.#stopped || this.#evalQueued) return;
+    this.#evalQueued = true;
+    queueMicrotask(() => {
+      this.#evalQueued = false;
+      this.#evaluate();
+    });
+  }
+
+  /**
+   * Transitions of a cycle: removed upgrade reasons that call for the K.2 Event are collected and reported by one
+   * Event after the next successful write.
+   */
+  noteTransitions(transitions: readonly Transition[]): void {
+    const names = new Map(this.#o.separation.chips().map((c) => [c.logicId, c.name]));
+    for (const t of transitions) {
+      if (t.kind !== 'reasons-removed' || !t.k8sEvent) continue;
+      const name = names.get(t.logicId) ?? deviceName(this.#o.runMode, t.logicId);
+      const list = this.#pendingRemoved.get(name) ?? [];
+      list.push(...t.reasons);
+      this.#pendingRemoved.set(name, list.slice(-64));
+    }
+  }
+
+  /** The `ManuallySeparateNPU` value of the last successful write (persisted with the engine state). */
+  confirmedManualSeparation(): string | undefined {
+    if (this.#confirmed === undefined) return undefined;
+    const byPhy = new Map(this.#o.separation.chips().map((c) => [c.phyId, c.name]));
+    return [...this.#confirmed].map((p) => byPhy.get(p) ?? deviceName(this.#o.runMode, p)).join(',');
+  }
+
+  /** Queue counters plus the publisher's own. */
+  get stats(): PublisherStats {
+    return {
+      ...this.#queue.stats,
+      operatorReleases: this.#operatorReleases,
+      rejectedInputs: this.#rejectedInputs,
+      foreignEdits: this.#foreignEdits,
+    };
+  }
+
+  /** Resolves when no write waits or runs (a retry waiting for its timer counts as waiting). */
+  whenIdle(): Promise<void> {
+    return this.#queue.whenIdle();
+  }
+
+  /** Stops watching and writing (a write in flight completes). */
+  stop(): void {
+    this.#stopped = true;
+    this.#watch?.stop();
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#queue.close();
+  }
+
+  #phys(value: string): Set<number> {
+    return new Set(parseManualNames(value, this.#o.runMode).phyIds);
+  }
+
+  #isOwn(cm: k8s.V1ConfigMap): boolean {
+    const rv = cm.metadata?.resourceVersion;
+    return rv !== undefined && this.#ownRvs.includes(rv);
+  }
+
+  #foreign(what: 'absent' | 'deleted' | 'changed'): void {
+    if (this.#stopped) return;
+    this.#foreignEdits++;
+    this.#log.info({ configMap: this.#name, what }, 'device-info ConfigMap edited by someone else; reconciling');
+    this.#force = true;
+    this.changed();
+  }
+
+  #content(now: number): DeviceInfoContent {
+    return buildDeviceInfo({
+      ...this.#o.view(now),
+      ...(this.#lastDeviceList ? { previousDeviceList: this.#lastDeviceList } : {}),
+    });
+  }
+
+  #evaluate(): void {
+    if (this.#stopped) return;
+    if (this.#writing) {
+      this.#dirty = true; // decided again when the write in flight is done (keeps writes ≥ 1 s apart)
+      return;
+    }
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const now = this.#clock.now();
+    const c = this.#content(now);
+    let d = decideWrite(this.#last, snapshotOf(c), now, this.#o.timing);
+    if (d.action === 'skip' && this.#force && this.#last !== undefined) {
+      const at = this.#last.writtenAtMs + (this.#o.timing?.minIntervalMs ?? 1000);
+      d = now < at ? { action: 'wait', atMs: at } : { action: 'write', why: 'changed' };
+    }
+    if (d.action === 'write') {
+      this.#force = false;
+      this.#queue.submit(++this.#seq);
+      return;
+    }
+    const at = d.action === 'wait' ? d.atMs : d.heartbeatAtMs;
+    this.#timer = this.#clock.setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#evaluate();
+      },
+      Math.max(0, at - now),
+    );
+  }
+
+  /** One write attempt: fresh read, G.2 reconcile, build, write. */
+  async #attempt(how: 'update' | 'create'): Promise<void> {
+    this.#writing = true;
+    try {
+      const ns = DEVICE_INFO_NAMESPACE;
+      let rv: string | undefined;
+      if (how === 'update') {
+        let live: k8s.V1ConfigMap;
+        try {
+          live = await this.#o.api.readNamespacedConfigMap({ name: this.#name, namespace: ns });
+        } catch (e) {
+          if (statusOf(e) === 404 && this.#confirmed === undefined) this.#lateStartup(undefined);
+          throw e; // 404 → the queue creates it
+        }
+        if (this.#stopped) return;
+        if (this.#confirmed === undefined) this.#lateStartup(live);
+        this.#reconcile(live);
+        rv = live.metadata?.resourceVersion;
+      } else if (this.#confirmed === undefined) {
+        this.#lateStartup(undefined);
+      }
+      const now = this.#clock.now();
+      const content = this.#content(now);
+      const body = deviceInfoConfigMap(this.#o.nodeName, content);
+      if (rv !== undefined) body.metadata.resourceVersion = rv;
+      const written =
+        how === 'update'
+          ? await this.#o.api.replaceNamespacedConfigMap({
+              name: this.#name,
+              namespace: ns,
+              body,
+              fieldManager: AGENT_FIELD_MANAGER,
+            })
+          : await this.#o.api.createNamespacedConfigMap({ namespace: ns, body, fieldManager: AGENT_FIELD_MANAGER });
+      this.#written(content, written, now);
+    } finally {
+      this.#writing = false;
+      if (this.#dirty) {
+        this.#dirty = false;
+        this.changed();
+      }
+    }
+  }
+
+  #lateStartup(live: k8s.V1ConfigMap | undefined): void {
+    const data = live?.data ?? {};
+    const values: StartupValues = {
+      found: live !== undefined,
+      manuallySeparateNPU: limited(data[KEY_MANUALLY_SEPARATE]),
+      upgradeFaultReason: limited(data[KEY_UPGRADE_REASON]),
+    };
+    this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
+    this.#o.lateStartup?.(values);
+    this.#confirmed = this.#phys(values.manuallySeparateNPU);
+    this.#o.separation.runCycle();
+  }
+
+  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number): void {
+    this.#last = {
+      deviceList: content.deviceList,
+      manuallySeparate: content.data[KEY_MANUALLY_SEPARATE] ?? '',
+      upgradeReasons: content.data[KEY_UPGRADE_REASON] ?? '',
+      ...(content.data[KEY_SWITCH_INFO] !== undefined ? { switchInfo: content.data[KEY_SWITCH_INFO] } : {}),
+      writtenAtMs: now,
+    };
+    this.#lastDeviceList = content.deviceList;
+    const separated = new Set(this.#o.separation.separated());
+    this.#confirmed = new Set(
+      this.#o.separation
+        .chips()
+        .filter((c) => separated.has(c.logicId))
+        .map((c) => c.phyId),
+    );
+    const rv = live.metadata?.resourceVersion;
+    if (rv !== undefined) {
+      this.#ownRvs.push(rv);
+      if (this.#ownRvs.length > OWN_RVS) this.#ownRvs.shift();
+    }
+    if (this.#pendingRemoved.size > 0) {
+      this.#o.events?.record(releaseUpgradeFaultEvent(this.#pendingRemoved, now)); // spec K.2
+      this.#pendingRemoved = new Map();
+    }
+    this.#o.onWritten?.(content, now);
+    this.changed(); // arms the heartbeat, or writes what changed meanwhile (≥ 1 s later)
+  }
+
+  /** spec G.2 against the live object, plus the bad-input rule for hand-edited values. */
+  #reconcile(live: k8s.V1ConfigMap): void {
+    const data = live.data ?? {};
+    const value = data[KEY_MANUALLY_SEPARATE] ?? '';
+    const chips = this.#o.separation.chips();
+    const byPhy = new Map(chips.map((c) => [c.phyId, c]));
+    const problems: string[] = [];
+    let phyIds: number[] = [];
+    if (value.length > MAX_LIVE_VALUE_CHARS) {
+      problems.push(`longer than ${MAX_LIVE_VALUE_CHARS} characters`);
+    } else {
+      const parsed = parseManualNames(value, this.#o.runMode);
+      problems.push(...parsed.problems);
+      phyIds = parsed.phyIds;
+      for (const p of phyIds) if (!byPhy.has(p)) problems.push(`phy id ${p} is not on this node`);
+    }
+    if (problems.length > 0) {
+      // Garbage is never adopted and never taken as a release: our state stays and is written over it.
+      this.#report('ManuallySeparateNPU', value, problems.join('; '));
+    } else {
+      const listed = new Set(phyIds);
+      const separated = new Set(this.#o.separation.separated());
+      const confirmed = this.#confirmed ?? new Set<number>();
+      const released: { chip: SeparationChip; transitions: readonly Transition[] }[] = [];
+      for (const chip of chips) {
+        if (separated.has(chip.logicId) && confirmed.has(chip.phyId) && !listed.has(chip.phyId)) {
+          released.push({ chip, transitions: this.#o.separation.release(chip.logicId) });
+        }
+      }
+      const added = phyIds.filter((p) => !separated.has(byPhy.get(p)!.logicId));
+      if (added.length > 0) {
+        // spec G.2: names not in the cache are not adopted; they disappear with this write.
+        const names = added.map((p) => byPhy.get(p)!.name).join(',');
+        this.#report('ManuallySeparateNPU', value, `names not separated by this agent are not adopted: ${names}`);
+      }
+      if (released.length > 0) {
+        const who = editorOf(live);
+        for (const r of released) {
+          this.#operatorReleases++;
+          this.noteTransitions(r.transitions);
+          this.#log.info({ chip: r.chip.name, logicId: r.chip.logicId, by: who }, 'chip released by an operator');
+          this.#o.events?.record({
+            type: 'Normal',
+            reason: 'ManualSeparationReleased',
+            message:
+              `${r.chip.name} (logic id ${r.chip.logicId}) released from manual separation: its name was deleted ` +
+              `from ${KEY_MANUALLY_SEPARATE} of ${DEVICE_INFO_NAMESPACE}/${this.#name}, assumed by ${who}`,
+            brief: `ManualSeparationReleased ${r.chip.name}`,
+          });
+        }
+        this.#o.separation.runCycle();
+      }
+    }
+    const reasons = data[KEY_UPGRADE_REASON];
+    if (reasons !== undefined && reasons !== this.#last?.upgradeReasons) {
+      const p =
+        reasons.length > MAX_LIVE_VALUE_CHARS
+          ? [`longer than ${MAX_LIVE_VALUE_CHARS}`]
+          : parseReasonsJson(reasons).problems;
+      if (p.length > 0) this.#report(KEY_UPGRADE_REASON, reasons, p.join('; '));
+    }
+    const cfg = data[KEY_DEVICE_INFO];
+    if (cfg !== undefined && (cfg.length > MAX_LIVE_VALUE_CHARS || !verifyDeviceInfoCfg(cfg))) {
+      this.#report(KEY_DEVICE_INFO, cfg, 'not a DeviceInfoCfg whose CheckCode verifies');
+    }
+  }
+
+  #report(key: string, value: string, why: string): void {
+    const id = `${key}\u0000${value}`;
+    if (this.#reported.has(id)) return;
+    if (this.#reported.size >= MAX_REPORTED) this.#reported.clear();
+    this.#reported.add(id);
+    this.#rejectedInputs++;
+    this.#log.warn({ configMap: this.#name, key, value: value.slice(0, 200), why }, 'hand-edited value not used');
+    this.#o.events?.record(
+      rejectedInputEvent('DeviceInfoEditRejected', `${DEVICE_INFO_NAMESPACE}/${this.#name}`, key, value, why),
+    );
+  }
+}
+
+function limited(v: string | undefined): string {
+  return v === undefined || v.length > MAX_LIVE_VALUE_CHARS ? '' : v;
+}
+
+/** Who edited the object last, as far as `managedFields` tells; else the documented assumption. */
+function editorOf(cm: k8s.V1ConfigMap): string {
+  const others = (cm.metadata?.managedFields ?? []).filter((f) => f.manager !== AGENT_FIELD_MANAGER);
+  others.sort((a, b) => (a.time?.getTime?.() ?? 0) - (b.time?.getTime?.() ?? 0));
+  const m = others.at(-1)?.manager;
+  return m !== undefined ? `field manager "${m}"` : 'an operator (a client other than this agent)';
+}
+
+function snapshotOf(c: DeviceInfoContent): Omit<WrittenSnapshot, 'writtenAtMs'> {
+  return {
+    deviceList: c.deviceList,
+    manuallySeparate: c.data[KEY_MANUALLY_SEPARATE] ?? '',
+    upgradeReasons: c.data[KEY_UPGRADE_REASON] ?? '',
+    ...(c.data[KEY_SWITCH_INFO] !== undefined ? { switchInfo: c.data[KEY_SWITCH_INFO] } : {}),
+  };
+}
+
+/**
+ * spec G.3 step 1: reads the live values before serving kubelet. Never throws: `undefined` when the API server
+ * could not be asked (the publisher then loads late, see {@link DeviceInfoPublisherOptions.confirmedManual}).
+ */
+export async function readStartupValues(
+  api: Pick<k8s.CoreV1Api, 'readNamespacedConfigMap'>,
+  nodeName: string,
+  logger: Logger = NOOP_LOGGER,
+): Promise<StartupValues | undefined> {
+  try {
+    const cm = await api.readNamespacedConfigMap({
+      name: deviceInfoConfigMapName(nodeName),
+      namespace: DEVICE_INFO_NAMESPACE,
+    });
+    const data = cm.data ?? {};
+    return {
+      found: true,
+      manuallySeparateNPU: limited(data[KEY_MANUALLY_SEPARATE]),
+      upgradeFaultReason: limited(data[KEY_UPGRADE_REASON]),
+    };
+  } catch (e) {
+    if (statusOf(e) === 404) return { found: false, manuallySeparateNPU: '', upgradeFaultReason: '' };
+    logger.warn({ error: String(e) }, 'cannot read the device-info ConfigMap at start');
+    return undefined;
+  }
+}

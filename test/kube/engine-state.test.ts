@@ -1,0 +1,148 @@
+import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { FaultEngine } from '../../src/faults/index.js';
+import { readStartupValues } from '../../src/kube/device-info-publisher.js';
+import { restoreEngine } from '../../src/kube/engine-startup.js';
+import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
+import { KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { shippedPolicy } from '../faults/helpers.js';
+import { HBM, KubeHarness, NODE } from './harness.js';
+
+let api: KubeApiStandIn;
+let dir: string;
+
+beforeEach(async () => {
+  api = await KubeApiStandIn.start();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-state-'));
+});
+
+afterEach(async () => {
+  await api.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const newEngine = (): FaultEngine =>
+  new FaultEngine(shippedPolicy(), { chips: Array.from({ length: 8 }, (_, i) => ({ logicId: i, phyId: i })) });
+
+/** First life: chip 3 separated, chip 5 one HBM occurrence short of its threshold; state saved; layer stopped. */
+async function firstLife(): Promise<{ persistence: EngineStatePersistence; h: KubeHarness }> {
+  const h = new KubeHarness(api);
+  h.makePublisher();
+  await h.publisher.start();
+  await h.settle();
+  h.cycle([{ logicId: 3, code: HBM }]);
+  await h.advance(1000);
+  h.cycle([
+    { logicId: 3, code: HBM },
+    { logicId: 5, code: HBM },
+  ]);
+  await h.advance(1000);
+  const persistence = new EngineStatePersistence({ dir, nodeName: NODE, now: () => h.clock.now() });
+  await persistence.save(persistence.capture(h.engine, h.publisher.confirmedManualSeparation()));
+  h.publisher.stop();
+  return { persistence, h };
+}
+
+/** Second life: a new engine and publisher restored from the state file and the live ConfigMap. */
+async function secondLife(first: KubeHarness): Promise<{ h: KubeHarness; source: string; released: number[] }> {
+  const h = new KubeHarness(api, { engine: newEngine() });
+  h.clock.advance(first.clock.now() + 10_000 - h.clock.now());
+  const persisted = new EngineStatePersistence({ dir, nodeName: NODE }).load();
+  const live = await readStartupValues(h.core, NODE);
+  const r = restoreEngine(h.engine, { persisted, live: live!, now: h.clock.now(), runMode: 'Ascend910' });
+  h.makePublisher({ confirmedManual: r.confirmedManual });
+  await h.publisher.start();
+  await h.settle();
+  return { h, source: r.source, released: r.releasedWhileDown };
+}
+
+describe('restart of the kube layer with a separation and a half-reached threshold in flight', () => {
+  test('the separation survives the restart', async () => {
+    const { h: first } = await firstLife();
+    const { h, source } = await secondLife(first);
+    expect([source, h.separated(), (await h.live()).ManuallySeparateNPU]).toEqual(['state-file', [3], 'Ascend910-3']);
+  });
+
+  test('a half-reached frequency threshold is not forgotten: one more occurrence separates the chip', async () => {
+    const { h: first } = await firstLife();
+    const { h } = await secondLife(first);
+    h.cycle([{ logicId: 5, code: HBM }]);
+    expect(h.separated()).toEqual([3, 5]);
+  });
+
+  test('the restart does not count an occurrence twice', async () => {
+    const { h: first } = await firstLife();
+    const { h } = await secondLife(first);
+    h.cycle();
+    expect(h.separated()).toEqual([3]);
+  });
+
+  test('G.2 a name deleted while the agent was down releases the chip at start', async () => {
+    const { h: first } = await firstLife();
+    await first.operatorSets('ManuallySeparateNPU', '');
+    const { h, released } = await secondLife(first);
+    expect([released, h.separated()]).toEqual([[3], []]);
+  });
+
+  test('G.3 a name added while the agent was down is adopted at start with an autofill reason', async () => {
+    const { h: first } = await firstLife();
+    await first.operatorSets('ManuallySeparateNPU', 'Ascend910-3,Ascend910-6');
+    const { h } = await secondLife(first);
+    expect([h.separated(), h.engine.chipView(6)?.reasons.map((r) => r.upgrade_type)]).toEqual([
+      [3, 6],
+      ['FaultAutofill'],
+    ]);
+  });
+
+  test('without a state file the start is upstream G.3 (from the ConfigMap)', async () => {
+    const { h: first } = await firstLife();
+    fs.rmSync(path.join(dir, 'engine-state.json'));
+    const { h, source } = await secondLife(first);
+    expect([source, h.separated()]).toEqual(['configmap', [3]]);
+  });
+});
+
+describe('state file', () => {
+  test('the state file is written with mode 0600 and no temporary file is left', async () => {
+    const { persistence } = await firstLife();
+    expect([(fs.statSync(persistence.file).mode & 0o777).toString(8), fs.readdirSync(dir)]).toEqual([
+      '600',
+      ['engine-state.json'],
+    ]);
+  });
+
+  test('a corrupt state file is logged, moved aside and not used (no throw)', () => {
+    fs.writeFileSync(path.join(dir, 'engine-state.json'), '{"format": "ascend-npu-agent/engine-st');
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, now: () => 42 });
+    expect([p.load(), fs.readdirSync(dir)]).toEqual([undefined, ['engine-state.json.corrupt-42']]);
+  });
+
+  test('a state file larger than the limit is not read', () => {
+    fs.writeFileSync(path.join(dir, 'engine-state.json'), 'x'.repeat(2000));
+    expect(new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 1000 }).load()).toBeUndefined();
+  });
+
+  test('a state file of another node is not used', async () => {
+    await firstLife();
+    expect(new EngineStatePersistence({ dir, nodeName: 'node-b' }).load()).toBeUndefined();
+  });
+
+  test('a state file the engine refuses falls back to the ConfigMap start', () => {
+    const engine = newEngine();
+    const r = restoreEngine(engine, {
+      persisted: {
+        format: 'ascend-npu-agent/engine-state',
+        savedAtMs: 0,
+        nodeName: NODE,
+        confirmedManual: null,
+        engine: { version: 999 } as never,
+      },
+      live: { found: true, manuallySeparateNPU: 'Ascend910-1', upgradeFaultReason: '{}' },
+      now: 1,
+      runMode: 'Ascend910',
+    });
+    expect([r.source, engine.manuallySeparated()]).toEqual(['configmap', [1]]);
+  });
+});
