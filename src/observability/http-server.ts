@@ -1,0 +1,97 @@
+/**
+ * `/metrics`, `/healthz` and `/readyz` on `-metricsAddress` (architecture §4; `""` disables it).
+ *
+ * - `/healthz`: the process is alive and its event loop answers — always 200 while the server runs.
+ * - `/readyz`: 200 when every readiness check passes (DCMI initialised, every resource registered and streaming),
+ *   else 503 with the failing checks, one per line. Chip health is never a check: a bad chip must never fail a
+ *   probe (it is reported to kubelet as Unhealthy instead).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import { parseListenAddress } from './listen-address.js';
+
+/** One readiness check: `ok`, or why not. */
+export type ReadinessCheck = () => { ok: true } | { ok: false; reason: string };
+
+export interface ObservabilityServerOptions {
+  /** `host:port`, `:port`; port 0 picks a free one. */
+  readonly address: string;
+  readonly registry: Registry;
+  /** Named readiness checks. */
+  readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
+}
+
+export interface ObservabilityServer {
+  readonly port: number;
+  readonly host: string;
+  close(): Promise<void>;
+}
+
+/** Starts the server; rejects when the address is malformed or cannot be bound. */
+export async function startObservabilityServer(options: ObservabilityServerOptions): Promise<ObservabilityServer> {
+  const addr = parseListenAddress(options.address);
+  if (!addr) throw new Error(`bad listen address "${options.address}"`);
+  const server = http.createServer((req, res) => {
+    void handle(options, req, res);
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: addr.host === '' ? undefined : addr.host, port: addr.port }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const info = server.address() as AddressInfo;
+  return {
+    port: info.port,
+    host: info.address,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function send(res: http.ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+async function handle(
+  options: ObservabilityServerOptions,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  const url = (req.url ?? '/').split('?')[0];
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    send(res, 405, 'method not allowed\n');
+    return;
+  }
+  try {
+    if (url === '/metrics') {
+      send(res, 200, await options.registry.metrics(), options.registry.contentType);
+    } else if (url === '/healthz') {
+      send(res, 200, 'ok\n');
+    } else if (url === '/readyz') {
+      const failing: string[] = [];
+      for (const [name, check] of Object.entries(options.readiness ?? {})) {
+        let r: ReturnType<ReadinessCheck>;
+        try {
+          r = check();
+        } catch (err) {
+          r = { ok: false, reason: `check threw: ${(err as Error).message}` };
+        }
+        if (!r.ok) failing.push(`${name}: ${r.reason}`);
+      }
+      if (failing.length === 0) send(res, 200, 'ok\n');
+      else send(res, 503, `${failing.join('\n')}\n`);
+    } else {
+      send(res, 404, 'not found\n');
+    }
+  } catch (err) {
+    send(res, 500, `${(err as Error).message}\n`);
+  }
+}

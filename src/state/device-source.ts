@@ -1,0 +1,67 @@
+/**
+ * The store seen by the kubelet layer: an implementation of [C]'s {@link DeviceSource}. Physical chips only
+ * (spec B.3 first row: `Ascend910-<phy>`, `Ascend310P-<phy>`, `Ascend310-<phy>`, `npu-<phy>`); static vNPU, share
+ * mode and mixed insert are refused at the flags. Health is the engine's D.7 chip health (kubelet never sees
+ * network health). A new device snapshot is published only when something kubelet can see changed.
+ */
+import {
+  freezeSnapshot,
+  type DeviceSnapshot,
+  type DeviceSource,
+  type KubeletDevice,
+} from '../kubelet/device-source.js';
+import { managerName } from './chip-kind.js';
+import type { ChipState, NodeState, NodeStateStore } from './store.js';
+
+/** Maps one snapshot of the store to the kubelet view. */
+export function toDeviceSnapshot(state: NodeState): DeviceSnapshot {
+  const type = managerName(state.node.chipKind);
+  const devices = state.chips.map((c: ChipState): KubeletDevice => ({
+    id: `${type}-${c.phyId}`,
+    logicId: c.logicId,
+    phyId: c.phyId,
+    cardId: c.cardId,
+    deviceId: c.deviceId,
+    health: c.health,
+    level: c.level,
+    manuallySeparated: c.manuallySeparated,
+    ...(c.numaNode !== undefined ? { numaNode: c.numaNode } : {}),
+  }));
+  return { node: state.node, deviceTypes: { [type]: devices } };
+}
+
+function sameDevices(a: DeviceSnapshot, b: DeviceSnapshot): boolean {
+  return JSON.stringify(a.deviceTypes) === JSON.stringify(b.deviceTypes);
+}
+
+/** {@link DeviceSource} over a {@link NodeStateStore}. Listeners are called synchronously from the store's cycle. */
+export class StoreDeviceSource implements DeviceSource {
+  #current: DeviceSnapshot;
+  readonly #listeners = new Set<(s: DeviceSnapshot) => void>();
+  readonly #unsubscribe: () => void;
+
+  constructor(store: NodeStateStore) {
+    this.#current = freezeSnapshot(toDeviceSnapshot(store.snapshot()));
+    this.#unsubscribe = store.onChange((state) => {
+      const next = toDeviceSnapshot(state);
+      if (sameDevices(next, this.#current)) return;
+      this.#current = freezeSnapshot(next);
+      for (const l of [...this.#listeners]) l(this.#current);
+    });
+  }
+
+  snapshot(): DeviceSnapshot {
+    return this.#current;
+  }
+
+  onChange(listener: (snapshot: DeviceSnapshot) => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /** Detaches from the store. */
+  close(): void {
+    this.#unsubscribe();
+    this.#listeners.clear();
+  }
+}

@@ -1,0 +1,215 @@
+import { describe, expect, test } from '@jest/globals';
+import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
+import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
+import { detectChipKind, managerName, physicalDeviceId } from '../../src/state/chip-kind.js';
+import { StoreDeviceSource } from '../../src/state/device-source.js';
+import { NodeStateStore, type NodeState, type StateChange } from '../../src/state/store.js';
+import { shippedPolicy } from '../faults/helpers.js';
+import { FakeClock } from '../health/fake-clock.js';
+
+const SEPARATE = 0x80e18402; // SeparateNPU in the shipped faultCode.json
+const HBM = 0x80e01801; // FaultFrequency 2 in 24 h → ManuallySeparateNPU (shipped customization)
+
+function makeStore(chips = 4, liveCodes?: (id: number) => number[]): { store: NodeStateStore; clock: FakeClock } {
+  const clock = new FakeClock();
+  const list = Array.from({ length: chips }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
+  const engine = new FaultEngine(shippedPolicy(), { chips: list });
+  const store = new NodeStateStore({
+    engine,
+    chips: list,
+    node: { chipKind: 'Ascend910B', boardId: 0x24 },
+    clock,
+    listWatchPeriodMs: 5000,
+    ...(liveCodes ? { liveCodes } : {}),
+  });
+  return { store, clock };
+}
+
+function ev(logicId: number, code: number, assertion: FaultEvent['assertion'] = 'occur'): FaultEvent {
+  return { logicId, code, assertion, severity: 2 };
+}
+
+describe('D.2 event-driven cycle (architecture §2 one store)', () => {
+  test('a batch of events is applied at once and published as a new snapshot', () => {
+    const { store } = makeStore();
+    const seen: [NodeState, StateChange][] = [];
+    store.onChange((s, c) => seen.push([s, c]));
+    store.applyEvents([ev(1, SEPARATE)]);
+    expect(seen).toHaveLength(1);
+    const [state, change] = seen[0]!;
+    expect(state.chips[1]).toMatchObject({ health: 'Unhealthy', level: 'SeparateNPU', faultCodes: ['80E18402'] });
+    expect(change).toMatchObject({ cause: 'events', changed: [1], events: 1 });
+    expect(change.transitions).toContainEqual(
+      expect.objectContaining({ kind: 'health', logicId: 1, from: 'Healthy', to: 'Unhealthy' }),
+    );
+  });
+
+  test('snapshots are immutable and a new one replaces the old', () => {
+    const { store } = makeStore();
+    const before = store.snapshot();
+    store.applyEvents([ev(0, SEPARATE)]);
+    const after = store.snapshot();
+    expect(after).not.toBe(before);
+    expect(after.seq).toBe(before.seq + 1);
+    expect(before.chips[0]!.health).toBe('Healthy');
+    expect(Object.isFrozen(after.chips[0])).toBe(true);
+    expect(() => (after.chips[0]!.faultCodes as string[]).push('x')).toThrow();
+  });
+
+  test('D.6 a recovery removes the code and the chip is Healthy again', () => {
+    const { store } = makeStore();
+    store.applyEvents([ev(2, SEPARATE)]);
+    store.applyEvents([ev(2, SEPARATE, 'recover')]);
+    expect(store.chip(2)).toMatchObject({ health: 'Healthy', level: 'NormalNPU', faultCodes: [] });
+  });
+
+  test('D.6 a recovery of a code DCMI still reports is ignored (liveCodes)', () => {
+    const { store } = makeStore(4, () => [SEPARATE]);
+    store.applyEvents([ev(2, SEPARATE)]);
+    store.applyEvents([ev(2, SEPARATE, 'recover')]);
+    expect(store.chip(2)!.health).toBe('Unhealthy');
+  });
+
+  test('a cycle that changes nothing publishes nothing', () => {
+    const { store } = makeStore();
+    let n = 0;
+    store.onChange(() => n++);
+    store.tick();
+    expect(n).toBe(0);
+  });
+
+  test('an input given by a listener is applied after the current notification, in order', () => {
+    const { store } = makeStore();
+    const seqs: number[] = [];
+    store.onChange((s, c) => {
+      seqs.push(s.seq);
+      if (c.cause === 'events' && s.seq === 1) store.applyEvents([ev(3, SEPARATE)]);
+    });
+    store.applyEvents([ev(0, SEPARATE)]);
+    expect(seqs).toEqual([1, 2]);
+    expect(store.chip(3)!.health).toBe('Unhealthy');
+  });
+
+  test('a throwing listener does not stop the others', () => {
+    const { store } = makeStore();
+    let reached = false;
+    store.onChange(() => {
+      throw new Error('boom');
+    });
+    store.onChange(() => (reached = true));
+    store.applyEvents([ev(0, SEPARATE)]);
+    expect(reached).toBe(true);
+  });
+});
+
+describe('F.3/G.2 escalation, operator release, pod-used (store inputs)', () => {
+  test('FaultFrequency escalates to ManuallySeparateNPU; operator release returns the chip', () => {
+    const { store, clock } = makeStore();
+    store.applyEvents([ev(1, HBM)]);
+    clock.t += 1000;
+    store.applyEvents([ev(1, HBM, 'recover')]);
+    clock.t += 1000;
+    store.applyEvents([ev(1, HBM)]);
+    expect(store.chip(1)).toMatchObject({ level: 'ManuallySeparateNPU', manuallySeparated: true });
+    expect(store.snapshot().manualSeparation).toBe('Ascend910-1');
+    store.applyEvents([ev(1, HBM, 'recover')]);
+    store.release(1);
+    expect(store.chip(1)).toMatchObject({ manuallySeparated: false, health: 'Healthy' });
+    expect(store.snapshot().manualSeparation).toBe('');
+  });
+
+  test('D.7 PreSeparateNPU on a chip used by a pod is Healthy', () => {
+    const { store } = makeStore();
+    store.applyEvents([ev(0, 0x8118043c)]); // PreSeparateNPU
+    expect(store.chip(0)!.health).toBe('Unhealthy');
+    store.setPodUsed(new Set([0]));
+    expect(store.chip(0)).toMatchObject({ health: 'Healthy', podUsed: true });
+  });
+
+  test('F.8 a new policy re-levels the chips at once', () => {
+    const { store } = makeStore();
+    store.applyEvents([ev(0, 0x12345678)]); // unknown code, severity 2 → SeparateNPU (E.4)
+    expect(store.chip(0)!.level).toBe('SeparateNPU');
+    const engine = store.engine;
+    const policy = engine.currentPolicy();
+    store.setPolicy(policy);
+    expect(store.chip(0)!.level).toBe('SeparateNPU');
+  });
+});
+
+describe('D.2 idle cycle every listWatchPeriod', () => {
+  test('start() runs the idle cycle on the clock; stop() ends it', async () => {
+    const { store, clock } = makeStore();
+    store.start();
+    expect(clock.pending()).toBe(1);
+    await clock.advance(5000);
+    expect(clock.pending()).toBe(1);
+    store.stop();
+    expect(clock.pending()).toBe(0);
+  });
+});
+
+describe('B.3/C.1 the DeviceSource adapter', () => {
+  test('devices are named <manager>-<phy> and carry health, level and separation', () => {
+    const { store } = makeStore(2);
+    const src = new StoreDeviceSource(store);
+    expect(src.snapshot().deviceTypes).toEqual({
+      Ascend910: [
+        expect.objectContaining({ id: 'Ascend910-0', logicId: 0, health: 'Healthy', level: 'NormalNPU' }),
+        expect.objectContaining({ id: 'Ascend910-1', manuallySeparated: false }),
+      ],
+    });
+    expect(src.snapshot().node.chipKind).toBe('Ascend910B');
+  });
+
+  test('a fault reaches the DeviceSource listener as Unhealthy, a recovery as Healthy', () => {
+    const { store } = makeStore(2);
+    const src = new StoreDeviceSource(store);
+    const seen: DeviceSnapshot[] = [];
+    src.onChange((s) => seen.push(s));
+    store.applyEvents([ev(1, SEPARATE)]);
+    store.applyEvents([ev(1, SEPARATE, 'recover')]);
+    expect(seen.map((s) => s.deviceTypes.Ascend910![1]!.health)).toEqual(['Unhealthy', 'Healthy']);
+  });
+
+  test('a change kubelet cannot see (network health) does not notify kubelet', () => {
+    const { store, clock } = makeStore(2);
+    const src = new StoreDeviceSource(store);
+    let n = 0;
+    src.onChange(() => n++);
+    store.applyEvents([ev(0, 0x81078603)]); // F.6: network PreSeparateNPU after 20 s down
+    clock.t += 21_000;
+    store.tick();
+    expect(store.chip(0)!.networkHealth).toBe('Unhealthy');
+    expect(n).toBe(0);
+  });
+});
+
+describe('B.2 chip kind detection', () => {
+  test.each([
+    ['910B3', 0x24, 'Ascend910B'],
+    ['910ProB', 0x20, 'Ascend910'],
+    ['910B3', 0xb0, 'Ascend910A3'],
+    ['Ascend950PR', 0x10, 'Ascend910A5'],
+    ['310P3', 0, 'Ascend310P'],
+    ['I2', 0, 'Ascend310P'],
+    ['310B1', 0, 'Ascend310B'],
+    ['Ascend310', 0, 'Ascend310'],
+    ['A2G1', 0, 'Ascend910B'],
+  ])('%s on board %i is %s', (name, board, kind) => {
+    expect(detectChipKind(name, board)).toBe(kind);
+  });
+
+  test('an unknown chip name is unsupported', () => {
+    expect(detectChipKind('x86', 0)).toBeUndefined();
+  });
+
+  test('B.3 manager names', () => {
+    expect([managerName('Ascend910A3'), managerName('Ascend310B'), managerName('Ascend910A5')]).toEqual([
+      'Ascend910',
+      'Ascend310',
+      'npu',
+    ]);
+    expect(physicalDeviceId('Ascend310P', 3)).toBe('Ascend310P-3');
+  });
+});
