@@ -818,20 +818,58 @@ export class FaultEngine {
   }
 
   /**
-   * Spec G.2 reconciliation against the live ConfigMap value: entries already written once whose phy id is no
-   * longer listed are released by the operator; names not in the cache are not adopted. Then every entry counts
-   * as written. Call it where the device-info ConfigMap is written.
+   * Spec G.2 reconciliation against the live ConfigMap value, all in one: releases what
+   * {@link compareManualSeparation} finds, then marks every entry as written (upstream's behaviour: "written" on the
+   * write *attempt*). Prefer `compareManualSeparation` + `release` + {@link markManualWritten} after a successful
+   * write; this stays for callers that reconcile and write in one step.
    */
   reconcileManualSeparation(liveValue: string): { transitions: Transition[]; problems: string[] } {
+    const cmp = this.compareManualSeparation(liveValue);
+    const transitions: Transition[] = [];
+    for (const logicId of cmp.released) transitions.push(...this.release(logicId));
+    this.markManualWritten(this.manual.keys());
+    return { transitions, problems: cmp.problems };
+  }
+
+  /**
+   * Spec G.2 comparison of the cache with the live `ManuallySeparateNPU` value; changes nothing. `released`: logic
+   * ids of entries already written once whose phy id the live value no longer lists (the operator released them;
+   * give each to {@link release}). `notAdopted`: phy ids listed live but not in the cache (G.2: not adopted, they
+   * disappear at the next write), including phy ids not on this node. `problems`: unreadable entries (G.2 rules).
+   */
+  compareManualSeparation(liveValue: string): { released: number[]; notAdopted: number[]; problems: string[] } {
     const { phyIds, problems } = parseManualNames(liveValue, this.runMode);
     const live = new Set(phyIds);
-    const transitions: Transition[] = [];
-    for (const [logicId, entry] of [...this.manual]) {
-      const chip = this.chips.get(logicId);
-      if (entry.written && chip && !live.has(chip.phyId)) transitions.push(...this.release(logicId));
+    const released: number[] = [];
+    for (const chip of this.order) {
+      const entry = this.manual.get(chip.logicId);
+      if (entry?.written && !live.has(chip.phyId)) released.push(chip.logicId);
     }
-    for (const e of this.manual.values()) e.written = true;
-    return { transitions, problems };
+    const cachedPhys = new Set(this.order.filter((c) => this.manual.has(c.logicId)).map((c) => c.phyId));
+    const notAdopted = [...live].filter((p) => !cachedPhys.has(p));
+    return { released, notAdopted, problems };
+  }
+
+  /**
+   * Marks cache entries as written to the ConfigMap (upstream's `firstHandle = false`). Call it after a
+   * *successful* write with the logic ids whose names that write contained; ids not in the cache are ignored.
+   * Returns how many entries changed from unwritten to written.
+   */
+  markManualWritten(logicIds: Iterable<number>): number {
+    let n = 0;
+    for (const id of [...logicIds]) {
+      const e = this.manual.get(id);
+      if (e && !e.written) {
+        e.written = true;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Logic ids in the manual-separation cache whose entry has been written at least once, ascending. */
+  manualWritten(): number[] {
+    return this.order.filter((c) => this.manual.get(c.logicId)?.written === true).map((c) => c.logicId);
   }
 
   /** The `ManuallySeparateNPU` value to write: names ordered by logic id (spec G.2). */

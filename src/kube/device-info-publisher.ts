@@ -69,11 +69,17 @@ export interface SeparationHost {
    * release the ConfigMap is built from the new views.
    */
   runCycle(): void;
+  /**
+   * The names of these chips are live by a successful write (or the start-up read): the engine's "written once"
+   * mark (G.2 `firstHandle`, `FaultEngine.markManualWritten`), so its exported state says what the ConfigMap holds.
+   * Optional: the publisher's own record of the last successful write decides releases either way.
+   */
+  markWritten?(logicIds: readonly number[]): void;
 }
 
 /** A {@link SeparationHost} over a {@link FaultEngine}. */
 export function engineSeparationHost(
-  engine: Pick<FaultEngine, 'snapshot' | 'manuallySeparated' | 'release'>,
+  engine: Pick<FaultEngine, 'snapshot' | 'manuallySeparated' | 'release' | 'markManualWritten'>,
   runMode: RunMode,
   runCycle: () => void,
   publicName: (name: string) => string = (n) => n,
@@ -86,6 +92,9 @@ export function engineSeparationHost(
     separated: () => engine.manuallySeparated(),
     release: (id) => engine.release(id),
     runCycle,
+    markWritten: (ids) => {
+      engine.markManualWritten(ids);
+    },
   };
 }
 
@@ -174,7 +183,7 @@ export class DeviceInfoPublisher {
     this.#clock = options.clock ?? systemQueueClock;
     this.#log = options.logger ?? NOOP_LOGGER;
     this.#name = deviceInfoConfigMapName(options.nodeName);
-    if (options.confirmedManual !== undefined) this.#confirmed = this.#phys(options.confirmedManual);
+    if (options.confirmedManual !== undefined) this.#confirm(this.#phys(options.confirmedManual));
     this.#queue = new ObjectWriteQueue<number>({
       clock: this.#clock,
       ...(options.backoff ? { backoff: options.backoff } : {}),
@@ -287,6 +296,17 @@ export class DeviceInfoPublisher {
     return new Set(parseManualNames(value, this.#o.runMode).phyIds);
   }
 
+  /** Records the phy ids whose names are live by our write or the start-up read, and tells the engine. */
+  #confirm(phys: Set<number>): void {
+    this.#confirmed = phys;
+    const separated = new Set(this.#o.separation.separated());
+    const ids = this.#o.separation
+      .chips()
+      .filter((c) => phys.has(c.phyId) && separated.has(c.logicId))
+      .map((c) => c.logicId);
+    if (ids.length > 0) this.#o.separation.markWritten?.(ids);
+  }
+
   #isOwn(cm: k8s.V1ConfigMap): boolean {
     const rv = cm.metadata?.resourceVersion;
     return rv !== undefined && this.#ownRvs.includes(rv);
@@ -390,7 +410,7 @@ export class DeviceInfoPublisher {
     };
     this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
     this.#o.lateStartup?.(values);
-    this.#confirmed = this.#phys(values.manuallySeparateNPU);
+    this.#confirm(this.#phys(values.manuallySeparateNPU));
     this.#o.separation.runCycle();
   }
 
@@ -403,13 +423,10 @@ export class DeviceInfoPublisher {
       writtenAtMs: now,
     };
     this.#lastDeviceList = content.deviceList;
-    const separated = new Set(this.#o.separation.separated());
-    this.#confirmed = new Set(
-      this.#o.separation
-        .chips()
-        .filter((c) => separated.has(c.logicId))
-        .map((c) => c.phyId),
-    );
+    // Exactly the names this write carried (not the cache now: a cycle may have separated a chip during the write).
+    const value = content.data[KEY_MANUALLY_SEPARATE] ?? '';
+    const names = new Set(value === '' ? [] : value.split(','));
+    this.#confirm(new Set(this.#o.separation.chips().flatMap((c) => (names.has(c.name) ? [c.phyId] : []))));
     const rv = live.metadata?.resourceVersion;
     if (rv !== undefined) {
       this.#ownRvs.push(rv);

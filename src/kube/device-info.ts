@@ -73,6 +73,11 @@ export interface DeviceInfoChip {
   readonly podUsed: boolean;
   /** Off the schedulable list for another reason of spec H.3 (vNPU in `AscendReal`, soft share full, `-Recover`). */
   readonly withheld?: boolean;
+  /**
+   * Kept in `-NetworkUnhealthy` although network-healthy now: `-autoStowing=false` until an operator removes the
+   * chip from the `huawei.com/Ascend910-NetworkRecover` node label (spec I.1). Changes only that list.
+   */
+  readonly stickyNetworkUnhealthy?: boolean;
   /** Status `resetting` (spec H.3 `-Recovering`; never set upstream). */
   readonly resetting?: boolean;
   readonly chipFaults: FaultScopeView;
@@ -198,7 +203,7 @@ export function buildDeviceList(view: DeviceInfoView): Record<string, string> {
   list[r] = names((c) => c.health === 'Healthy' && !c.podUsed && c.withheld !== true);
   list[`${r}-Unhealthy`] = names((c) => c.health === 'Unhealthy');
   if (view.runMode === 'Ascend910') {
-    list[`${r}-NetworkUnhealthy`] = names((c) => c.networkHealth === 'Unhealthy');
+    list[`${r}-NetworkUnhealthy`] = names((c) => c.networkHealth === 'Unhealthy' || c.stickyNetworkUnhealthy === true);
     list[`${r}-Recovering`] = names((c) => c.resetting === true);
   }
   list[view.faultKey ?? `${r}-Fault`] = marshalGo(goSlice(faultEntries(view.chips).map(faultEntryGo)));

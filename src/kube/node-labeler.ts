@@ -1,0 +1,542 @@
+/**
+ * Node labels and annotations (spec I.1, I.2): the start-up labels and annotations in one merge patch (3 tries 1 s
+ * apart, then a fatal {@link NodeSetupError}), the 60 s `baseDeviceInfos` refresher, the legacy-annotation clean-up
+ * at the first device-info write, and the `-autoStowing=false` labels `huawei.com/Ascend910-Recover` /
+ * `-NetworkRecover` with their effect on the device-info lists (chips pending in `-Recover` are withheld from the
+ * schedulable list, `-NetworkUnhealthy` stays sticky until the operator removes the chip from `-NetworkRecover`).
+ */
+import * as k8s from '@kubernetes/client-node';
+import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import type { ChipKind } from '../kubelet/device-source.js';
+import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
+import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from './go-json.js';
+import { ListWatch, type WatchFn } from './list-watch.js';
+import { systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';
+
+export const LABEL_CHIP_NAME = 'node.kubernetes.io/npu.chip.name';
+export const LABEL_SERVER_TYPE = 'servertype';
+export const LABEL_DRIVER_VERSION = 'huawei.com/driver.version';
+export const LABEL_CHIP_MEMORY = 'mind-cluster/npu-chip-memory';
+export const LABEL_ACCELERATOR_TYPE = 'accelerator-type';
+export const LABEL_INFER_CARD_TYPE = 'infer-card-type';
+export const LABEL_ACCELERATOR = 'accelerator';
+export const LABEL_SUPER_POD_ID = 'huawei.com/topotree.superpodid';
+export const LABEL_RACK_ID = 'huawei.com/topotree.rackid';
+export const LABEL_SERVER_ID = 'huawei.com/topotree.serverid';
+export const LABEL_RECOVER = 'huawei.com/Ascend910-Recover';
+export const LABEL_NETWORK_RECOVER = 'huawei.com/Ascend910-NetworkRecover';
+
+export const ANNOTATION_BASE_DEVICE_INFOS = 'baseDeviceInfos';
+export const ANNOTATION_SUPER_POD_ID = 'superPodID';
+export const ANNOTATION_SERVER_INDEX = 'serverIndex';
+export const ANNOTATION_SERVER_TYPE = 'serverType';
+export const ANNOTATION_CARD_TYPE = 'cardType';
+export const ANNOTATION_RACK_ID = 'rackID';
+
+/** Spec I.1: a label value outside this pattern is skipped (Kubernetes' own rule for label values). */
+export const LABEL_VALUE_PATTERN = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+
+/** Exit status of the agent when the start-up node patch fails (spec A.2 step 5.7: fatal). */
+export const NODE_SETUP_EXIT_STATUS = 1;
+
+/** The start-up node patch failed after its tries (spec A.2 step 5.7): the CLI exits with {@link exitStatus}. */
+export class NodeSetupError extends Error {
+  readonly exitStatus = NODE_SETUP_EXIT_STATUS;
+  constructor(
+    message: string,
+    readonly attempts: number,
+    override readonly cause?: unknown,
+  ) {
+    super(message);
+    this.name = 'NodeSetupError';
+  }
+}
+
+/** One chip in `baseDeviceInfos` (spec I.2, C.5). */
+export interface BaseDeviceInfo {
+  /** Public device name, e.g. `Ascend910-3`. */
+  readonly name: string;
+  /** Device IP by the C.5 rules (`""` when unknown). */
+  readonly ip: string;
+  /** Super-device id (B.7); 0 when DCMI gave none. */
+  readonly superDeviceId: number;
+  /** A5 only. */
+  readonly deviceId?: number;
+  /** A5 only: the `levelList` JSON (written as is). */
+  readonly levelListJson?: string;
+}
+
+/** What the start-up labels and annotations are computed from (DCMI facts gathered by [A]/[C]). */
+export interface NodeLabelFacts {
+  readonly chipKind: ChipKind;
+  /** DCMI chip name, e.g. `910B3`. */
+  readonly chipName: string;
+  /** DCMI version string. */
+  readonly driverVersion: string;
+  /** Spec B.6. */
+  readonly aiCoreCount: number;
+  /** Spec B.2 real card type for `servertype`, e.g. `Ascend910B` (public-name rules already applied). */
+  readonly realCardType: string;
+  /** HBM size in MB of the 910 family (absent: no memory label). */
+  readonly hbmMb?: number;
+  /** Board id of the first valid chip (B.2). */
+  readonly boardId: number;
+  /** Product type strings (A.2 step 4.6). */
+  readonly productTypes: readonly string[];
+  /** Spec B.7 (-2 unknown). */
+  readonly superPodId: number;
+  readonly serverIndex: number;
+  /** A5 1D/2D only. */
+  readonly rackId?: number;
+  /** A5 only: `huawei.com/topotree.serverid` (default: the server index). */
+  readonly serverId?: number;
+  /** A5 300I cards only. */
+  readonly cardType?: string;
+}
+
+/** A chip as the stowing labels need it (from the engine's views). */
+export interface StowingChip {
+  readonly logicId: number;
+  readonly phyId: number;
+  readonly health: 'Healthy' | 'Unhealthy';
+  readonly networkHealth: 'Healthy' | 'Unhealthy';
+}
+
+const isA5 = (k: ChipKind): boolean => k === 'Ascend910A5';
+const is910Family = (k: ChipKind): boolean =>
+  k === 'Ascend910' || k === 'Ascend910B' || k === 'Ascend910A3' || k === 'Ascend910A5';
+
+/** `accelerator` label value (spec I.1). */
+export function acceleratorOf(kind: ChipKind): string {
+  if (isA5(kind)) return 'huawei-npu';
+  if (is910Family(kind)) return 'huawei-Ascend910';
+  if (kind === 'Ascend310P') return 'huawei-Ascend310P';
+  return 'huawei-Ascend310';
+}
+
+/** A label to write and why it was skipped, if it was. */
+export interface LabelPlan {
+  readonly labels: Record<string, string>;
+  readonly skipped: readonly { readonly label: string; readonly value: string }[];
+}
+
+/**
+ * Spec I.1 start-up labels. `existing` is the node's current labels (`servertype` is only added when absent,
+ * except on A5). Values that do not match {@link LABEL_VALUE_PATTERN} are returned in `skipped`.
+ */
+export function nodeLabelsOf(f: NodeLabelFacts, existing: Readonly<Record<string, string>> = {}): LabelPlan {
+  const want: [string, string][] = [
+    [LABEL_CHIP_NAME, f.chipName],
+    [LABEL_DRIVER_VERSION, f.driverVersion],
+  ];
+  if (isA5(f.chipKind) || existing[LABEL_SERVER_TYPE] === undefined) {
+    want.push([LABEL_SERVER_TYPE, isA5(f.chipKind) ? `npu-${f.aiCoreCount}` : `${f.realCardType}-${f.aiCoreCount}`]);
+  }
+  if (is910Family(f.chipKind) && f.hbmMb !== undefined)
+    want.push([LABEL_CHIP_MEMORY, `${Math.floor(f.hbmMb / 1024)}G`]);
+  if (f.chipKind === 'Ascend910B' && (f.boardId === 0x28 || f.boardId === 0x29))
+    want.push([LABEL_ACCELERATOR_TYPE, 'card-910b-infer']);
+  if (f.productTypes.length > 0 && f.productTypes.every((p) => p === 'Atlas 300I Duo'))
+    want.push([LABEL_INFER_CARD_TYPE, 'card-300i-duo']);
+  want.push([LABEL_ACCELERATOR, acceleratorOf(f.chipKind)]);
+  if ((f.chipKind === 'Ascend910A3' || isA5(f.chipKind)) && f.superPodId >= 0)
+    want.push([LABEL_SUPER_POD_ID, String(f.superPodId)]);
+  if (isA5(f.chipKind)) {
+    if (f.rackId !== undefined) want.push([LABEL_RACK_ID, String(f.rackId)]);
+    want.push([LABEL_SERVER_ID, String(f.serverId ?? f.serverIndex)]);
+  }
+  const labels: Record<string, string> = {};
+  const skipped: { label: string; value: string }[] = [];
+  for (const [label, value] of want) {
+    if (LABEL_VALUE_PATTERN.test(value)) labels[label] = value;
+    else skipped.push({ label, value });
+  }
+  return { labels, skipped };
+}
+
+/** `baseDeviceInfos` (spec I.2): device name → `{"IP","SuperDeviceID"}` (A5 adds `DeviceID`, `levelList`). */
+export function baseDeviceInfosValue(chips: readonly BaseDeviceInfo[], a5 = false): string {
+  const m: Record<string, GoValue> = {};
+  for (const c of chips) {
+    const fields: [string, GoValue][] = [
+      ['IP', c.ip],
+      ['SuperDeviceID', c.superDeviceId >>> 0],
+    ];
+    if (a5) {
+      fields.push(['DeviceID', c.deviceId ?? 0]);
+      fields.push(['levelList', c.levelListJson !== undefined ? goRaw(c.levelListJson) : goSlice(null)]);
+    }
+    m[c.name] = goStruct(fields);
+  }
+  return marshalGo(goMap(m));
+}
+
+/** Spec I.2 start-up annotations. */
+export function nodeAnnotationsOf(f: NodeLabelFacts, chips: readonly BaseDeviceInfo[]): Record<string, string> {
+  const a5 = isA5(f.chipKind);
+  const out: Record<string, string> = {
+    [ANNOTATION_BASE_DEVICE_INFOS]: baseDeviceInfosValue(chips, a5),
+    [ANNOTATION_SUPER_POD_ID]: String(f.superPodId),
+    [ANNOTATION_SERVER_INDEX]: String(f.serverIndex),
+    [ANNOTATION_SERVER_TYPE]: a5 ? 'npu' : f.chipKind === 'Ascend910A3' ? 'A3' : '',
+  };
+  if (a5 && f.cardType !== undefined) out[ANNOTATION_CARD_TYPE] = f.cardType;
+  if (a5 && f.rackId !== undefined) out[ANNOTATION_RACK_ID] = String(f.rackId);
+  return out;
+}
+
+const LEGACY_KEY =
+  /^huawei\.com\/(Ascend910|Ascend310P|Ascend310|npu)(-\d+c(\.[0-9A-Za-z]+)*|-V|-VPro|-IPro)?(-Unhealthy|-NetworkUnhealthy|-Recovering|-Fault)?$/;
+
+/** Spec I.2: node annotation keys that are legacy device-info keys (deleted at the first device-info write). */
+export function legacyAnnotationKeys(annotations: Readonly<Record<string, string>>): string[] {
+  return Object.keys(annotations).filter((k) => LEGACY_KEY.test(k));
+}
+
+/** Dot-separated phy ids (spec I.1), ascending; an unreadable part is ignored. */
+export function parsePhyLabel(value: string | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const part of (value ?? '').split('.')) if (/^\d{1,9}$/.test(part)) out.add(Number(part));
+  return out;
+}
+
+export function phyLabelValue(phys: Iterable<number>): string {
+  return [...phys].sort((a, b) => a - b).join('.');
+}
+
+/**
+ * The `-autoStowing=false` state (spec I.1), pure. {@link step} takes one cycle's chips and the live label values
+ * and returns the label values to write; {@link withheld} / {@link sticky} say how the device-info lists change.
+ */
+export class RecoverStowing {
+  #prevUnhealthy = new Set<number>();
+  #sticky = new Set<number>();
+  #lastNetWritten: Set<number> | undefined;
+  #recover = new Set<number>();
+  readonly #logicToPhy = new Map<number, number>();
+
+  /** Start: chips listed in `-NetworkRecover` stay network-unhealthy-listed until the operator removes them. */
+  init(liveNetworkRecover: Set<number>, liveRecover: Set<number>): void {
+    this.#lastNetWritten = new Set(liveNetworkRecover);
+    for (const p of liveNetworkRecover) this.#sticky.add(p);
+    this.#recover = new Set(liveRecover);
+  }
+
+  /** One cycle; returns the label values wanted now. */
+  step(
+    chips: readonly StowingChip[],
+    liveRecover: Set<number>,
+    liveNetworkRecover: Set<number>,
+  ): { recover: string; networkRecover: string } {
+    for (const c of chips) this.#logicToPhy.set(c.logicId, c.phyId);
+    // The operator removed a chip from -NetworkRecover (compared with what we wrote last): it leaves the sticky list.
+    for (const p of this.#lastNetWritten ?? []) if (!liveNetworkRecover.has(p)) this.#sticky.delete(p);
+    const recover = new Set(liveRecover);
+    for (const c of chips) if (this.#prevUnhealthy.has(c.phyId) && c.health === 'Healthy') recover.add(c.phyId);
+    this.#prevUnhealthy = new Set(chips.filter((c) => c.health === 'Unhealthy').map((c) => c.phyId));
+    const net = new Set(liveNetworkRecover);
+    for (const c of chips) {
+      if (c.networkHealth === 'Unhealthy') this.#sticky.add(c.phyId);
+      else if (this.#sticky.has(c.phyId)) net.add(c.phyId);
+    }
+    this.#recover = recover;
+    return { recover: phyLabelValue(recover), networkRecover: phyLabelValue(net) };
+  }
+
+  /** The `-NetworkRecover` value was written (or found live equal): the base of the next removal check. */
+  networkRecoverWritten(value: string): void {
+    this.#lastNetWritten = parsePhyLabel(value);
+  }
+
+  /** Pending in `-Recover`: off the schedulable list (spec H.3). */
+  withheld(logicId: number): boolean {
+    const p = this.#logicToPhy.get(logicId);
+    return p !== undefined && this.#recover.has(p);
+  }
+
+  /** Kept in `-NetworkUnhealthy` (spec I.1). */
+  sticky(logicId: number): boolean {
+    const p = this.#logicToPhy.get(logicId);
+    return p !== undefined && this.#sticky.has(p);
+  }
+}
+
+/** Options of {@link NodeLabeler}. */
+export interface NodeLabelerOptions {
+  readonly api: Pick<k8s.CoreV1Api, 'readNode' | 'patchNode' | 'listNode'>;
+  readonly nodeName: string;
+  readonly facts: NodeLabelFacts;
+  /** Chips for `baseDeviceInfos` at start and at every refresh (C.5 IPs re-read). */
+  readonly baseDeviceInfos: () => readonly BaseDeviceInfo[] | Promise<readonly BaseDeviceInfo[]>;
+  /** `-autoStowing` (default true). Only the 910 family has the Recover labels. */
+  readonly autoStowing?: boolean;
+  /** Watch of the Node (to see an operator's label edit at once); absent: the live labels are read each cycle. */
+  readonly watch?: WatchFn | k8s.KubeConfig;
+  readonly clock?: QueueClock;
+  readonly backoff?: BackoffOptions;
+  readonly logger?: Logger;
+  /** Start-up tries and the pause between them (spec A.2 step 5.7: 3, 1000 ms). */
+  readonly tries?: number;
+  readonly retryDelayMs?: number;
+  /** `baseDeviceInfos` refresh period (spec I.2: 60 s). */
+  readonly refreshMs?: number;
+}
+
+const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+/** Counters. */
+export interface NodeLabelerStats {
+  patches: number;
+  failedPatches: number;
+  skippedLabels: number;
+}
+
+/** Writes the node's labels and annotations. */
+export class NodeLabeler {
+  readonly #o: NodeLabelerOptions;
+  readonly #clock: QueueClock;
+  readonly #log: Logger;
+  readonly #stowing = new RecoverStowing();
+  readonly #watch: ListWatch<k8s.V1Node> | undefined;
+  #liveLabels: Record<string, string> = {};
+  #liveAnnotations: Record<string, string> = {};
+  #baseInfos = '';
+  #firstWriteDone = false;
+  #refreshTimer: unknown;
+  #cycling: Promise<void> | undefined;
+  #pendingChips: readonly StowingChip[] | undefined;
+  #stopped = false;
+  readonly stats: NodeLabelerStats = { patches: 0, failedPatches: 0, skippedLabels: 0 };
+
+  constructor(options: NodeLabelerOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? systemQueueClock;
+    this.#log = options.logger ?? NOOP_LOGGER;
+    if (options.watch !== undefined) {
+      const selector = `metadata.name=${options.nodeName}`;
+      this.#watch = new ListWatch<k8s.V1Node>({
+        what: `node ${options.nodeName}`,
+        path: '/api/v1/nodes',
+        fieldSelector: selector,
+        watch: options.watch,
+        clock: this.#clock,
+        ...(options.backoff ? { backoff: options.backoff } : {}),
+        logger: this.#log,
+        maxItems: 1,
+        list: async () => {
+          const l = await options.api.listNode({ fieldSelector: selector });
+          return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
+        },
+        onSync: (items) => {
+          if (items[0] !== undefined) this.#observe(items[0]);
+        },
+        onEvent: (type, node) => {
+          if (type !== 'DELETED') this.#observe(node);
+        },
+      });
+    }
+  }
+
+  get autoStowing(): boolean {
+    return this.#o.autoStowing ?? true;
+  }
+
+  get #stowingOn(): boolean {
+    return !this.autoStowing && is910Family(this.#o.facts.chipKind);
+  }
+
+  /**
+   * Spec I.1/I.2 at start (A.2 step 5.7): reads the Node, writes labels and annotations in one merge patch, tried
+   * `tries` times `retryDelayMs` apart; then throws {@link NodeSetupError}. Starts the watch when given.
+   */
+  async start(): Promise<void> {
+    const tries = this.#o.tries ?? 3;
+    let last: unknown;
+    for (let i = 1; i <= tries; i++) {
+      try {
+        await this.#startOnce();
+        break;
+      } catch (e) {
+        last = e;
+        this.#log.warn({ node: this.#o.nodeName, attempt: i, error: String(e) }, 'node label/annotation patch failed');
+        if (i === tries)
+          throw new NodeSetupError(
+            `cannot patch labels and annotations of node ${this.#o.nodeName} after ${tries} tries: ${String(last)}`,
+            tries,
+            last,
+          );
+        await this.#sleep(this.#o.retryDelayMs ?? 1000);
+      }
+    }
+    if (this.#stowingOn) {
+      this.#stowing.init(
+        parsePhyLabel(this.#liveLabels[LABEL_NETWORK_RECOVER]),
+        parsePhyLabel(this.#liveLabels[LABEL_RECOVER]),
+      );
+    }
+    await this.#watch?.start();
+  }
+
+  async #startOnce(): Promise<void> {
+    const node = await this.#o.api.readNode({ name: this.#o.nodeName });
+    this.#observe(node);
+    const plan = nodeLabelsOf(this.#o.facts, this.#liveLabels);
+    for (const s of plan.skipped) {
+      this.stats.skippedLabels++;
+      this.#log.warn({ label: s.label, value: s.value }, `label ${s.label} not set: value "${s.value}" is not valid`);
+    }
+    const chips = await this.#o.baseDeviceInfos();
+    const annotations = nodeAnnotationsOf(this.#o.facts, chips);
+    await this.#patch({ labels: plan.labels, annotations });
+    this.#baseInfos = annotations[ANNOTATION_BASE_DEVICE_INFOS]!;
+  }
+
+  /** Starts the spec I.2 refresher: every `refreshMs` re-reads the IPs and re-writes `baseDeviceInfos` on change. */
+  startRefresher(): void {
+    if (this.#stopped || this.#refreshTimer !== undefined) return;
+    this.#refreshTimer = this.#clock.setTimeout(() => {
+      this.#refreshTimer = undefined;
+      void this.refresh().finally(() => this.startRefresher());
+    }, this.#o.refreshMs ?? 60_000);
+  }
+
+  /** One refresh (spec I.2): `baseDeviceInfos` re-written when a chip's IP changed; 3 tries; failure only logs. */
+  async refresh(): Promise<boolean> {
+    if (this.#stopped) return false;
+    let value: string;
+    try {
+      value = baseDeviceInfosValue(await this.#o.baseDeviceInfos(), isA5(this.#o.facts.chipKind));
+    } catch (e) {
+      this.#log.warn({ error: String(e) }, 'cannot read device IPs for baseDeviceInfos');
+      return false;
+    }
+    if (value === this.#baseInfos) return false;
+    const tries = this.#o.tries ?? 3;
+    for (let i = 1; i <= tries; i++) {
+      try {
+        await this.#patch({ annotations: { [ANNOTATION_BASE_DEVICE_INFOS]: value } });
+        this.#baseInfos = value;
+        this.#log.info({ node: this.#o.nodeName }, 'baseDeviceInfos re-written (a device IP changed)');
+        return true;
+      } catch (e) {
+        this.#log.warn({ attempt: i, error: String(e) }, 'baseDeviceInfos patch failed');
+        if (i < tries) await this.#sleep(this.#o.retryDelayMs ?? 1000);
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Call after the first successful device-info write (spec I.2 "first cycle"): deletes legacy device-info
+   * annotations and, with `-autoStowing=true`, the two Recover labels. Once; later calls do nothing. A failed
+   * patch is logged and tried again at the next call.
+   */
+  async onDeviceInfoWritten(): Promise<void> {
+    if (this.#firstWriteDone || this.#stopped) return;
+    try {
+      if (this.#watch === undefined) this.#observe(await this.#o.api.readNode({ name: this.#o.nodeName }));
+      const annotations: Record<string, null> = {};
+      for (const k of legacyAnnotationKeys(this.#liveAnnotations)) annotations[k] = null;
+      const labels: Record<string, null> = {};
+      if (this.autoStowing) {
+        for (const k of [LABEL_RECOVER, LABEL_NETWORK_RECOVER]) if (this.#liveLabels[k] !== undefined) labels[k] = null;
+      }
+      if (Object.keys(annotations).length > 0 || Object.keys(labels).length > 0) {
+        await this.#patch({ labels, annotations });
+        this.#log.info(
+          { annotations: Object.keys(annotations), labels: Object.keys(labels) },
+          'legacy node annotations / Recover labels deleted',
+        );
+      }
+      this.#firstWriteDone = true;
+    } catch (e) {
+      this.#log.warn({ error: String(e) }, 'legacy node annotation clean-up failed; tried again later');
+    }
+  }
+
+  /**
+   * Every cycle (spec I.1, `-autoStowing=false` on the 910 family): updates the Recover labels from the chips'
+   * health. Patches only when a value changes; a failed patch is logged and repeated by the next cycle. Calls
+   * while one runs are coalesced (the last chips win). Does nothing with `-autoStowing=true`.
+   */
+  cycle(chips: readonly StowingChip[]): Promise<void> {
+    if (!this.#stowingOn || this.#stopped) return Promise.resolve();
+    this.#pendingChips = chips;
+    this.#cycling ??= this.#runCycles().finally(() => {
+      this.#cycling = undefined;
+    });
+    return this.#cycling;
+  }
+
+  async #runCycles(): Promise<void> {
+    while (this.#pendingChips !== undefined && !this.#stopped) {
+      const chips = this.#pendingChips;
+      this.#pendingChips = undefined;
+      try {
+        if (this.#watch === undefined) this.#observe(await this.#o.api.readNode({ name: this.#o.nodeName }));
+        const liveRecover = this.#liveLabels[LABEL_RECOVER];
+        const liveNet = this.#liveLabels[LABEL_NETWORK_RECOVER];
+        const want = this.#stowing.step(chips, parsePhyLabel(liveRecover), parsePhyLabel(liveNet));
+        const labels: Record<string, string> = {};
+        if (want.recover !== (liveRecover ?? '')) labels[LABEL_RECOVER] = want.recover;
+        if (want.networkRecover !== (liveNet ?? '')) labels[LABEL_NETWORK_RECOVER] = want.networkRecover;
+        if (Object.keys(labels).length > 0) await this.#patch({ labels });
+        this.#stowing.networkRecoverWritten(want.networkRecover);
+      } catch (e) {
+        this.#log.warn({ error: String(e) }, 'Recover label patch failed; repeated next cycle');
+      }
+    }
+  }
+
+  /** Chip pending in `huawei.com/Ascend910-Recover`: withheld from the schedulable list (H.3). */
+  withheld(logicId: number): boolean {
+    return this.#stowingOn && this.#stowing.withheld(logicId);
+  }
+
+  /**
+   * The device-info view with the stowing rules applied: pending chips `withheld`, sticky chips kept in
+   * `-NetworkUnhealthy`. Use it around `deviceInfoViewOf(…)` in the publisher's `view`.
+   */
+  applyToView<V extends Pick<DeviceInfoView, 'chips'>>(view: V): V {
+    if (!this.#stowingOn) return view;
+    const chips: DeviceInfoChip[] = view.chips.map((c) => {
+      const w = this.#stowing.withheld(c.logicId);
+      const s = this.#stowing.sticky(c.logicId);
+      return w || s ? { ...c, ...(w ? { withheld: true } : {}), ...(s ? { stickyNetworkUnhealthy: true } : {}) } : c;
+    });
+    return { ...view, chips };
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#watch?.stop();
+    if (this.#refreshTimer !== undefined) this.#clock.clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = undefined;
+  }
+
+  #observe(node: k8s.V1Node): void {
+    this.#liveLabels = { ...(node.metadata?.labels ?? {}) };
+    this.#liveAnnotations = { ...(node.metadata?.annotations ?? {}) };
+  }
+
+  async #patch(meta: {
+    labels?: Record<string, string | null>;
+    annotations?: Record<string, string | null>;
+  }): Promise<void> {
+    const metadata: Record<string, unknown> = {};
+    if (meta.labels && Object.keys(meta.labels).length > 0) metadata.labels = meta.labels;
+    if (meta.annotations && Object.keys(meta.annotations).length > 0) metadata.annotations = meta.annotations;
+    try {
+      const node = await this.#o.api.patchNode({ name: this.#o.nodeName, body: { metadata } }, MERGE);
+      this.stats.patches++;
+      this.#observe(node);
+    } catch (e) {
+      this.stats.failedPatches++;
+      throw e;
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.#clock.setTimeout(resolve, ms));
+  }
+}
