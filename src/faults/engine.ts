@@ -216,7 +216,7 @@ export class FaultEngine {
       this.applyEvents(chip, evs ?? [], now, input.liveCodes, transitions);
       const flippedOn = this.feedDuration(chip, evs ?? [], now);
       this.evaluate(chip, now, transitions);
-      chip.deadline = flippedOn ? now + 1 : this.nextDeadline(chip);
+      chip.deadline = flippedOn ? now : this.nextDeadline(chip); // a flip is re-evaluated next cycle, even at the same time
       chip.view = null;
       changed.push(chip.logicId);
     }

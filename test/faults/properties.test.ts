@@ -200,6 +200,26 @@ describe('properties: engine invariants under any event sequence', () => {
     );
   });
 
+  test('D.2 a duration flip is re-evaluated in the next cycle even at the same time (found by the property below)', () => {
+    // seed -37547744: a 81078603 notice, a cycle 3001 ms later, then a cycle at the same time
+    const chips = [{ logicId: 0, phyId: 0 }];
+    const fast = new FaultEngine(policy, { chips });
+    const full = new FaultEngine(policy, { chips, evaluateAllChips: true });
+    const steps: { dt: number; events: FaultEvent[] }[] = [
+      { dt: 0, events: [{ logicId: 0, code: 0x81078603, assertion: 'once', severity: 0, timeMs: T0 }] },
+      { dt: 3001, events: [] },
+      { dt: 0, events: [] },
+    ];
+    let now = T0;
+    for (const s of steps) {
+      now += s.dt;
+      expect(fast.cycle({ now, events: s.events }).transitions).toEqual(
+        full.cycle({ now, events: s.events }).transitions,
+      );
+      expect(fast.snapshot()).toEqual(full.snapshot());
+    }
+  });
+
   test('D.2 skipping idle chips gives the same views and transitions as evaluating every chip every cycle', () => {
     fc.assert(
       fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
