@@ -4,20 +4,10 @@
  * (manual separation §1.8, public faults §2.9) use to inject a fault. Shared by src/cluster/ and
  * src/cluster/public-fault/.
  */
+import { LEVELS_BY_SEVERITY } from '../faults/levels.js';
 
-/** Levels, most severe first (§0.3). `NormalNetwork` ranks as `NormalNPU`. */
-export const CLUSTER_LEVEL_ORDER = [
-  'ManuallySeparateNPU',
-  'SeparateNPU',
-  'PreSeparateNPU',
-  'RestartNPU',
-  'FreeRestartNPU',
-  'RestartBusiness',
-  'RestartRequest',
-  'SubHealthFault',
-  'NotHandleFault',
-  'NormalNPU',
-] as const;
+/** Levels, most severe first (§0.3): the agent's order (device-plugin.md E.2) reversed. `NormalNetwork` ranks as `NormalNPU`. */
+export const CLUSTER_LEVEL_ORDER: readonly string[] = [...LEVELS_BY_SEVERITY].reverse();
 
 /** Levels whose injected fault leaves the device schedulable (§0.3 rule 3). */
 export const HARMLESS_LEVELS: ReadonlySet<string> = new Set([
@@ -30,7 +20,7 @@ export const HARMLESS_LEVELS: ReadonlySet<string> = new Set([
 /** Rank of a level: 0 is the most severe; unknown levels rank just above `NormalNPU`. */
 export function levelRank(level: string): number {
   if (level === 'NormalNetwork') return CLUSTER_LEVEL_ORDER.indexOf('NormalNPU');
-  const i = (CLUSTER_LEVEL_ORDER as readonly string[]).indexOf(level);
+  const i = CLUSTER_LEVEL_ORDER.indexOf(level);
   return i >= 0 ? i : CLUSTER_LEVEL_ORDER.length - 1.5;
 }
 
