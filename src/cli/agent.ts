@@ -1,36 +1,113 @@
 #!/usr/bin/env node
 /**
- * `ascend-npu-agent`: composition root of the node agent. Today it offers `simulate`, a demonstration of the
- * DCMI foundation (binding + mock library); the agent proper (kubelet, ConfigMap) is issue [E].
+ * `ascend-npu-agent`: the node agent (composition in `src/agent/run-agent.ts`) and `simulate`, the demo on the mock
+ * library with the embedded kubelet simulator and Kubernetes API stand-in (`src/sim/simulate.ts`).
+ *
+ * Exit statuses (architecture §4): 0 stopped by SIGTERM/SIGINT; 2 bad flag, environment or configuration; 3 the
+ * DCMI library is unusable; 4 a start-up wait ran out (kubelet folder, device nodes); 1 anything unexpected.
  */
-import { runDcmiDemo } from '../sim/dcmi-demo.js';
-import { handleHelpAndVersion } from './common.js';
+import type { Logger as PinoLogger } from 'pino';
+import { AgentStartError, EXIT, runAgent, type AgentHandle } from '../agent/run-agent.js';
+import { LogFileError, createLogger } from '../observability/logger.js';
+import { runSimulate } from '../sim/simulate.js';
+import { agentUsage, effectiveConfig, parseAgentArgs } from './agent-flags.js';
+import { packageVersion } from './common.js';
 
-const HELP = `Usage: ascend-npu-agent [simulate] [--help] [--version]
+const NAME = 'ascend-npu-agent';
 
-  simulate   run the demo on the mock DCMI library (scenarios/910b-8chip.json): enumerate the
-             chips, inject faults through the mock's control socket and show what DCMI reports.
+function fail(line: string): void {
+  process.stderr.write(`${NAME}: ${line}\n`);
+}
 
-The node agent itself (kubelet device plugin, device-info ConfigMap) is not built yet.
-`;
+function flushLogger(log: PinoLogger): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, 1000);
+    try {
+      log.flush(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    } catch {
+      clearTimeout(t);
+      resolve();
+    }
+  });
+}
 
 async function main(argv: string[]): Promise<number> {
-  if (handleHelpAndVersion(argv, 'ascend-npu-agent', HELP)) return 0;
-  if (argv[0] === 'simulate') return runDcmiDemo(argv.slice(1), process.stdout);
-  process.stderr.write(
-    argv.length === 0
-      ? 'ascend-npu-agent: the node agent is not built yet; try `ascend-npu-agent simulate` or --help\n'
-      : `ascend-npu-agent: unknown argument ${argv[0]}; see --help\n`,
-  );
-  return 2;
+  if (argv[0] === 'simulate') return runSimulate(argv.slice(1), { out: process.stdout, err: process.stderr });
+
+  const args = parseAgentArgs(argv, process.env);
+  if (!args.ok) {
+    for (const e of args.errors) fail(e);
+    fail('see --help');
+    return EXIT.BAD_CONFIG;
+  }
+  if (args.version) {
+    process.stdout.write(`${NAME} ${packageVersion()}\n`);
+    return EXIT.OK;
+  }
+  if (args.help) {
+    process.stdout.write(agentUsage());
+    return EXIT.OK;
+  }
+  if (args.command === 'simulate') return runSimulate(args.commandArgs, { out: process.stdout, err: process.stderr });
+  const config = args.config!;
+  let log: PinoLogger;
+  try {
+    log = createLogger({ logLevel: config.flags.logLevel, logFile: config.flags.logFile });
+  } catch (err) {
+    fail(err instanceof LogFileError ? err.message : `cannot create the logger: ${String(err)}`);
+    return EXIT.BAD_CONFIG;
+  }
+  for (const w of args.warnings) log.warn({ warning: w }, 'environment');
+  log.info({ version: packageVersion(), config: effectiveConfig(config) }, 'effective configuration');
+
+  let handle: AgentHandle | undefined;
+  let resolveStop!: (code: number) => void;
+  const stopped = new Promise<number>((r) => (resolveStop = r));
+  let signalled: string | undefined;
+  const onSignal = (signal: string): void => {
+    if (signalled) return;
+    signalled = signal;
+    log.info({ signal }, 'signal received');
+    if (handle) void handle.stop().then(() => resolveStop(EXIT.OK));
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP: re-registering with kubelet');
+    handle?.reregister('SIGHUP');
+  });
+
+  try {
+    handle = await runAgent(config, {
+      logger: log,
+      onFatal: (reason) => {
+        log.fatal({ reason }, 'kubelet layer gave up');
+        if (handle) void handle.stop().then(() => resolveStop(EXIT.FATAL));
+      },
+    });
+  } catch (err) {
+    const code = err instanceof AgentStartError ? err.exitCode : EXIT.FATAL;
+    const text = err instanceof Error ? err.message : String(err);
+    log.error({ exitCode: code, error: text }, 'start-up failed');
+    await flushLogger(log);
+    fail(text);
+    return code;
+  }
+  if (signalled) void handle.stop().then(() => resolveStop(EXIT.OK));
+  const code = await stopped;
+  await flushLogger(log);
+  return code;
 }
 
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exit(code);
   },
   (err: unknown) => {
-    process.stderr.write(`ascend-npu-agent: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    fail(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    process.exit(EXIT.FATAL);
   },
 );

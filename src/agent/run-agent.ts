@@ -1,0 +1,610 @@
+/**
+ * The composition root of the node agent (architecture §2, spec A.2): DCMI → health monitor → state store →
+ * kubelet / device-info ConfigMap / Events / metrics. `runAgent` starts everything in the start-up order of
+ * docs/agent.md and returns a handle whose `stop()` is the orderly shutdown; the CLI (`src/cli/agent.ts`) maps
+ * {@link AgentStartError} to the exit status, and tests and `simulate` can run the agent in-process.
+ */
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
+import { queryLinkStatus } from '../dcmi/hccn.js';
+import { resolveDcmiLibrary } from '../dcmi/library-path.js';
+import { FileFaultConfigSource, type FaultConfigSource } from '../config/fault-config-source.js';
+import { FaultEngine, LINK_DOWN_CODE, PARAMETER_PLANE_CODES, type FaultEvent } from '../faults/index.js';
+import type { AgentConfig } from '../cli/agent-flags.js';
+import { discoverNode } from '../health/discovery.js';
+import { HealthMonitor } from '../health/monitor.js';
+import { faultEvent, transitionEvents } from '../kube/agent-events.js';
+import {
+  DeviceInfoPublisher,
+  engineSeparationHost,
+  readStartupValues,
+  type StartupValues,
+} from '../kube/device-info-publisher.js';
+import { restoreEngine, type RestoreResult } from '../kube/engine-startup.js';
+import { EngineStatePersistence } from '../kube/engine-state-persistence.js';
+import { deviceInfoViewOf } from '../kube/engine-view.js';
+import { KubeEventRecorder } from '../kube/event-recorder.js';
+import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
+import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
+import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
+import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
+import type { Logger } from '../kubelet/logger.js';
+import { DevicePluginManager } from '../kubelet/plugin-manager.js';
+import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.js';
+import { AgentMetrics } from '../observability/metrics.js';
+import { managerName, runModeOf } from '../state/chip-kind.js';
+import { SYSTEM_CLOCK, type Clock } from '../state/clock.js';
+import { StoreDeviceSource } from '../state/device-source.js';
+import { NodeStateStore, type StoreChip } from '../state/store.js';
+
+/** Exit statuses of architecture §4. */
+export const EXIT = { OK: 0, FATAL: 1, BAD_CONFIG: 2, DCMI_UNUSABLE: 3, WAIT_TIMEOUT: 4 } as const;
+
+/** A start-up failure with the exit status the CLI must use. */
+export class AgentStartError extends Error {
+  override readonly name = 'AgentStartError';
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+/** What the composition root takes from its environment (all optional; tests shorten the waits). */
+export interface AgentDeps {
+  /** The process environment (`LD_LIBRARY_PATH`, `KUBECONFIG`, in-cluster variables, `hccn_tool`'s env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Required: the pino logger created from `-logLevel`/`-logFile`. */
+  readonly logger: Logger;
+  readonly registry?: Registry;
+  readonly clock?: Clock;
+  /**
+   * API server access: a KubeConfig, `null` for none; absent = `-kubeconfig`, else in-cluster, else `$KUBECONFIG`.
+   */
+  readonly kubeConfig?: k8s.KubeConfig | null;
+  /** Called when the kubelet layer gives up (15 consecutive failed sends). */
+  readonly onFatal?: (reason: string) => void;
+  /** Interval between `dcmi_init` attempts (default 10 s; upstream). */
+  readonly dcmiInitRetryMs?: number;
+  /** Deadline of the kubelet-directory wait and first registration (default 300 s, spec A.2). */
+  readonly kubeletWaitTimeoutMs?: number;
+  /** Bound of each start-up read from the API server (default 3 s): the kubelet path never waits longer. */
+  readonly apiStartupTimeoutMs?: number;
+  /** Bound of the ConfigMap flush at shutdown (default 5 s). */
+  readonly flushTimeoutMs?: number;
+  /** Metrics from Node.js (process CPU, memory); default true. */
+  readonly defaultMetrics?: boolean;
+}
+
+/** The running agent. */
+export interface AgentHandle {
+  readonly dcmi: Dcmi;
+  readonly chips: readonly ChipAddress[];
+  readonly store: NodeStateStore;
+  readonly monitor: HealthMonitor;
+  readonly manager: DevicePluginManager;
+  readonly devices: StoreDeviceSource;
+  readonly publisher: DeviceInfoPublisher | undefined;
+  readonly events: KubeEventRecorder | undefined;
+  readonly metrics: AgentMetrics;
+  readonly registry: Registry;
+  /** Port of the metrics/probes server (undefined when `-metricsAddress=""`). */
+  readonly metricsPort: number | undefined;
+  /** The kubelet resource name, e.g. `huawei.com/Ascend910`. */
+  readonly resourceName: string;
+  /** SIGHUP: restart every plugin server and register again. */
+  reregister(reason: string): void;
+  /** Orderly shutdown (idempotent): streams stopped, sockets removed, ConfigMap flushed (bounded), DCMI closed. */
+  stop(): Promise<void>;
+}
+
+type Cleanup = { what: string; run: () => unknown };
+
+function withTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  return new Promise<T>((resolve) => {
+    const timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref();
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(fallback);
+      },
+    );
+  });
+}
+
+function sleepMs(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** `-kubeconfig`, else in-cluster, else `$KUBECONFIG`; undefined when none applies. Unreadable → exit 2. */
+export function loadKubeConfig(
+  flag: string,
+  env: Readonly<Record<string, string | undefined>>,
+): k8s.KubeConfig | undefined {
+  const kc = new k8s.KubeConfig();
+  try {
+    if (flag !== '') {
+      kc.loadFromFile(flag);
+      return kc;
+    }
+    if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
+      kc.loadFromCluster();
+      return kc;
+    }
+    const file = env.KUBECONFIG;
+    if (file) {
+      kc.loadFromFile(file.split(path.delimiter)[0]!);
+      return kc;
+    }
+  } catch (err) {
+    throw new AgentStartError(`cannot load the kubeconfig: ${message(err)}`, EXIT.BAD_CONFIG);
+  }
+  return undefined;
+}
+
+/** Resolves, opens and initialises DCMI (exit 3 when unusable), enumerates the chips. */
+async function openDcmi(
+  config: AgentConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  log: Logger,
+  retryMs: number,
+): Promise<{ dcmi: Dcmi; chips: ChipAddress[] }> {
+  const explicit = config.flags.dcmiLibrary;
+  let lib;
+  try {
+    lib = await resolveDcmiLibrary({
+      ...(explicit !== '' ? { explicitPath: explicit } : {}),
+      env,
+      ownUid: process.getuid?.() ?? 0,
+    });
+  } catch (err) {
+    throw new AgentStartError(`DCMI library unusable: ${message(err)}`, EXIT.DCMI_UNUSABLE);
+  }
+  let dcmi: Dcmi;
+  try {
+    dcmi = Dcmi.open(lib.path);
+  } catch (err) {
+    throw new AgentStartError(`DCMI library unusable: ${lib.path}: ${message(err)}`, EXIT.DCMI_UNUSABLE);
+  }
+  const missing = dcmi.missingSymbols();
+  if (missing.includes('dcmi_init') || missing.includes('dcmi_get_card_num_list')) {
+    dcmi.close();
+    throw new AgentStartError(
+      `DCMI library unusable: ${lib.path} lacks ${missing.slice(0, 5).join(', ')} (wrong ABI?)`,
+      EXIT.DCMI_UNUSABLE,
+    );
+  }
+  if (missing.length > 0) log.warn({ library: lib.path, missing }, 'DCMI library lacks some functions');
+  log.info({ library: lib.path, source: lib.source, rejected: lib.rejected }, 'DCMI library');
+  const deadline = Date.now() + config.flags.deviceResetTimeout * 1000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await dcmi.init();
+      const chips = dcmi.enumerate();
+      if (chips.length === 0) throw new Error('DCMI reports no chips');
+      return { dcmi, chips };
+    } catch (err) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        dcmi.close();
+        throw new AgentStartError(
+          `DCMI unusable: ${lib.path}: dcmi_init/enumeration still failing after ${config.flags.deviceResetTimeout} s ` +
+            `(-deviceResetTimeout): ${message(err)}`,
+          EXIT.DCMI_UNUSABLE,
+        );
+      }
+      log.warn({ attempt, error: message(err), retryInMs: Math.min(retryMs, left) }, 'DCMI not ready; retrying');
+      await sleepMs(Math.min(retryMs, left));
+    }
+  }
+}
+
+/** Starts the agent; rejects with {@link AgentStartError} (everything started so far is stopped again). */
+export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<AgentHandle> {
+  const env = deps.env ?? process.env;
+  const log = deps.logger;
+  const flags = config.flags;
+  const clock = deps.clock ?? SYSTEM_CLOCK;
+  const apiTimeout = deps.apiStartupTimeoutMs ?? 3000;
+  const cleanups: Cleanup[] = [];
+  const undo = async (): Promise<void> => {
+    for (const c of cleanups.reverse()) {
+      try {
+        await c.run();
+      } catch (err) {
+        log.warn({ what: c.what, error: message(err) }, 'clean-up step failed');
+      }
+    }
+    cleanups.length = 0;
+  };
+  try {
+    // 1. DCMI (spec A.2 steps 1-4): wait up to -deviceResetTimeout for dcmi_init and the card list.
+    const { dcmi, chips } = await openDcmi(config, env, log, deps.dcmiInitRetryMs ?? 10_000);
+    cleanups.push({
+      what: 'dcmi',
+      run: () => {
+        dcmi.unsubscribeFaultEvents();
+        dcmi.close();
+      },
+    });
+    let discovery;
+    try {
+      discovery = discoverNode(dcmi, chips);
+    } catch (err) {
+      throw new AgentStartError(`DCMI unusable: ${message(err)}`, EXIT.DCMI_UNUSABLE);
+    }
+    for (const w of discovery.warnings) log.warn({ warning: w }, 'discovery');
+    const facts = discovery.facts;
+    const kind = facts.chipKind;
+    const runMode = runModeOf(kind);
+    const deviceType = managerName(kind);
+    const resourceName = `huawei.com/${deviceType}`;
+    if (kind === 'Ascend910A3') {
+      try {
+        dcmi.setMultiDiePolicy(flags.useSingleDieMode ? 1 : 0);
+      } catch (err) {
+        log.warn({ error: message(err) }, 'dcmi_set_multi_die_policy failed');
+      }
+    }
+    let superPodId = -2;
+    let serverIndex = -2;
+    if (kind === 'Ascend910A3') {
+      try {
+        const sp = dcmi.getSuperPodInfo(chips[0]!.cardId, chips[0]!.deviceId);
+        superPodId = sp.superPodId;
+        serverIndex = sp.serverId;
+      } catch (err) {
+        log.warn({ error: message(err) }, 'super pod info unavailable');
+      }
+    }
+    log.info(
+      { chipKind: kind, chipName: discovery.chipName, chips: chips.length, boardId: facts.boardId },
+      'DCMI ready',
+    );
+
+    // 2. Metrics (before anything that reports into them).
+    const registry = deps.registry ?? new Registry();
+    const metrics = new AgentMetrics(registry, { defaultMetrics: deps.defaultMetrics ?? true });
+    cleanups.push({ what: 'metrics', run: () => metrics.close() });
+
+    // 3. Fault policy: the files (packaged copies when unusable), then the fault-config ConfigMap over them.
+    const files = await FileFaultConfigSource.open({
+      faultCodeFile: flags.faultCodeFile,
+      customizationFile: flags.faultCustomizationFile,
+      fallbackFaultCodeFile: path.join(PROJECT_ROOT, 'faultCode.json'),
+      fallbackCustomizationFile: path.join(PROJECT_ROOT, 'faultCustomization.json'),
+      log: (level, line) => log[level]({ source: 'fault-config' }, line),
+    });
+    cleanups.push({ what: 'fault-config files', run: () => files.close() });
+
+    // 4. Kubernetes API (never waited on longer than apiTimeout; the kubelet path does not depend on it).
+    const kc = deps.kubeConfig === undefined ? loadKubeConfig(flags.kubeconfig, env) : (deps.kubeConfig ?? undefined);
+    if (!kc) log.warn('no kubeconfig (-kubeconfig, in-cluster or $KUBECONFIG): ConfigMap, Events and pods are off');
+    const core = kc?.makeApiClient(k8s.CoreV1Api);
+    const events = core
+      ? new KubeEventRecorder({
+          api: core,
+          nodeName: config.nodeName,
+          podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
+          logger: log,
+        })
+      : undefined;
+    if (events) cleanups.push({ what: 'events', run: () => withTimeout(events.close(), 2000, undefined) });
+    let policySource: FaultConfigSource = files;
+    if (core && kc) {
+      const cmSource = new FaultConfigConfigMapSource({
+        api: core,
+        watch: kc,
+        files,
+        logger: log,
+        ...(events ? { events } : {}),
+      });
+      cleanups.push({ what: 'fault-config configmap', run: () => cmSource.close() });
+      await withTimeout(cmSource.start(), apiTimeout, undefined);
+      policySource = cmSource;
+    }
+    const live: StartupValues | undefined = core
+      ? await withTimeout(readStartupValues(core, config.nodeName, log), apiTimeout, undefined)
+      : undefined;
+
+    // 5. Engine, restored from -stateDir / the live ConfigMap (G.3) before kubelet sees anything.
+    const engine = new FaultEngine(policySource.current(), {
+      chips: chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId })),
+      runMode,
+    });
+    const persistence = new EngineStatePersistence({ dir: flags.stateDir, nodeName: config.nodeName, logger: log });
+    let restored: RestoreResult | undefined;
+    const restore = (values: StartupValues): RestoreResult => {
+      const r = restoreEngine(engine, { persisted: persistence.load(), live: values, now: clock.now(), runMode });
+      for (const p of r.problems) log.warn({ problem: p }, 'engine restore');
+      log.info(
+        { source: r.source, releasedWhileDown: r.releasedWhileDown, separated: engine.manualSeparationValue() },
+        'engine state restored',
+      );
+      return r;
+    };
+    if (live) restored = restore(live);
+    else if (!kc) {
+      // No API server at all: the state file alone (the ConfigMap cannot have changed meanwhile as far as we know).
+      const persisted = persistence.load();
+      if (persisted?.confirmedManual != null) {
+        restored = restore({ found: true, manuallySeparateNPU: persisted.confirmedManual, upgradeFaultReason: '' });
+      }
+    }
+
+    // 6. The store, the health monitor and the kubelet view.
+    const storeChips: StoreChip[] = chips.map((c) => ({
+      logicId: c.logicId,
+      phyId: c.phyId,
+      cardId: c.cardId,
+      deviceId: c.deviceId,
+    }));
+    const byLogic = new Map(chips.map((c) => [c.logicId, c]));
+    const store = new NodeStateStore({
+      engine,
+      chips: storeChips,
+      node: facts,
+      clock,
+      listWatchPeriodMs: flags.listWatchPeriod * 1000,
+      liveCodes: (id) => monitor.liveCodes(id),
+      logger: log,
+    });
+    cleanups.push({ what: 'store', run: () => store.stop() });
+    const hccnEnv = { ...env } as Record<string, string | undefined>;
+    const hccnTool = flags.hccnTool;
+    const monitor: HealthMonitor = new HealthMonitor({
+      dcmi,
+      chips,
+      chipKind: kind,
+      state: store,
+      clock,
+      sink: (batch) => onEvents(batch),
+      listWatchPeriodMs: flags.listWatchPeriod * 1000,
+      linkStatus: async (phy) => (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status,
+      linkQueryIntervalMs: flags.linkQueryInterval * 1000,
+      observer: metrics.healthObserver(),
+      logger: log,
+    });
+    cleanups.push({ what: 'monitor', run: () => monitor.stop() });
+    const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
+    cleanups.push({ what: 'device source', run: () => devices.close() });
+    const nameOf = (logicId: number): string => `${deviceType}-${byLogic.get(logicId)?.phyId ?? logicId}`;
+
+    // 7. The device-info ConfigMap (H.4), pods (D.7, I.6).
+    let publisher: DeviceInfoPublisher | undefined;
+    let pods: PodCacheWatcher | undefined;
+    if (core && kc) {
+      const pub: DeviceInfoPublisher = new DeviceInfoPublisher({
+        api: core,
+        watch: kc,
+        nodeName: config.nodeName,
+        runMode,
+        logger: log,
+        ...(events ? { events } : {}),
+        view: (now) =>
+          deviceInfoViewOf(engine.snapshot(), engine, { runMode, resourceName, superPodId, serverIndex }, now),
+        separation: engineSeparationHost(engine, runMode, () => store.tick()),
+        ...(restored ? { confirmedManual: restored.confirmedManual } : {}),
+        lateStartup: (v) => {
+          const r = restore(v);
+          if (r.resync.length > 0) monitor.markResync(r.resync);
+        },
+        onWritten: () => {
+          metrics.configMapWrites.inc({ result: 'ok' });
+          persistence.scheduleSave(() => persistence.capture(engine, pub.confirmedManualSeparation()));
+        },
+      });
+      publisher = pub;
+      cleanups.push({ what: 'publisher', run: () => pub.stop() });
+      pods = new PodCacheWatcher({
+        api: core,
+        watch: kc,
+        nodeName: config.nodeName,
+        logger: log,
+        onChange: () => updatePodUsed(),
+      });
+      const podWatcher = pods;
+      cleanups.push({ what: 'pods', run: () => podWatcher.stop() });
+    }
+    const updatePodUsed = (): void => {
+      if (!pods) return;
+      const names = pods.devicesInUse(deviceType);
+      const used = new Set<number>();
+      for (const c of chips) if (names.has(`${deviceType}-${c.phyId}`)) used.add(c.logicId);
+      store.setPodUsed(used);
+    };
+    // TODO(wiring point, node labels + pod annotations): NodeLabeler (src/kube/node-labeler.ts, I.1/I.2) and
+    // PodAnnotator (src/kube/pod-annotator.ts, I.3) are not wired yet; see docs/kube.md "Wiring of labels and
+    // annotations": labeler.start() after pods, its applyToView in the publisher's view, cycle() from the store
+    // listener below, the annotator after each Allocate.
+
+    // Every output is a projection of the same snapshot (architecture §2).
+    const onEvents = (batch: readonly FaultEvent[]): void => {
+      store.applyEvents(batch);
+      if (!events) return;
+      const now = clock.now();
+      for (const ev of batch) {
+        const chip = byLogic.get(ev.logicId);
+        if (!chip) continue;
+        const network = PARAMETER_PLANE_CODES.has(ev.code) || ev.code === LINK_DOWN_CODE;
+        const level = network ? engine.networkCodeLevel([ev.code]) : engine.codeLevel([ev.code]);
+        events.record(
+          faultEvent(
+            config.nodeName,
+            {
+              logicId: ev.logicId,
+              cardId: chip.cardId,
+              deviceId: chip.deviceId,
+              code: engine.formatCode(ev.code),
+              assertion: ev.assertion,
+              level,
+            },
+            now,
+          ),
+        );
+      }
+    };
+    store.onChange((state, change) => {
+      metrics.observeState(state, change);
+      if (change.resync.length > 0) monitor.markResync(change.resync);
+      if (publisher) {
+        publisher.noteTransitions(change.transitions);
+        publisher.changed();
+      }
+      if (events) for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
+      persistence.scheduleSave(() => persistence.capture(engine, publisher?.confirmedManualSeparation()));
+    });
+    policySource.subscribe((report, policy) => {
+      if (report.changed) store.setPolicy(policy);
+    });
+    if (restored && restored.resync.length > 0) monitor.markResync(restored.resync);
+
+    store.start();
+    await monitor.start(); // before registering with kubelet: the first list is DCMI's truth
+    if (publisher) void withTimeout(publisher.start(), apiTimeout, undefined);
+    if (pods) {
+      const p = pods;
+      void withTimeout(
+        p.start().then(() => updatePodUsed()),
+        apiTimeout,
+        undefined,
+      );
+    }
+
+    // 8. Kubelet (spec A.2 last step): wait for the directory, register every resource.
+    let manager: DevicePluginManager;
+    try {
+      manager = new DevicePluginManager({
+        kubeletDir: flags.kubeletDir,
+        source: devices,
+        probe: new FsDeviceNodeProbe(flags.devDir),
+        ...(pods ? { podCache: pods } : {}),
+        logger: log,
+        volcanoType: flags.volcanoType,
+        useAscendDocker: config.ascendDockerRuntime,
+        fdFlag: flags.fdFlag,
+        listWatchPeriodSec: flags.listWatchPeriod,
+        ...(deps.kubeletWaitTimeoutMs !== undefined ? { waitTimeoutMs: deps.kubeletWaitTimeoutMs } : {}),
+        onFatal: (reason) => deps.onFatal?.(reason),
+      });
+    } catch (err) {
+      if (err instanceof DeviceNodeMissingError) throw new AgentStartError(message(err), EXIT.WAIT_TIMEOUT);
+      if (err instanceof SocketPathTooLongError) throw new AgentStartError(message(err), EXIT.BAD_CONFIG);
+      throw new AgentStartError(`kubelet plugin: ${message(err)}`, EXIT.BAD_CONFIG);
+    }
+    cleanups.push({ what: 'kubelet', run: () => manager.stop() });
+    manager.on('registered', (e: { resourceName: string }) => metrics.registered(e.resourceName, true));
+    manager.on('registerFailed', (e: { resourceName?: string }) =>
+      metrics.registered(e.resourceName ?? resourceName, false),
+    );
+    try {
+      await manager.start();
+    } catch (err) {
+      if (err instanceof KubeletWaitTimeoutError) throw new AgentStartError(message(err), EXIT.WAIT_TIMEOUT);
+      throw new AgentStartError(`kubelet plugin: ${message(err)}`, EXIT.WAIT_TIMEOUT);
+    }
+
+    // 9. Metrics and probes.
+    let server: ObservabilityServer | undefined;
+    if (flags.metricsAddress !== '') {
+      try {
+        server = await startObservabilityServer({
+          address: flags.metricsAddress,
+          registry,
+          readiness: {
+            dcmi: () => (dcmi.closed ? { ok: false, reason: 'DCMI closed' } : { ok: true }),
+            kubelet: () => {
+              const bad = manager
+                .status()
+                .filter((s) => !s.registered || s.activeStreams === 0)
+                .map((s) => s.resourceName);
+              return bad.length === 0 ? { ok: true } : { ok: false, reason: `not streaming: ${bad.join(', ')}` };
+            },
+          },
+        });
+      } catch (err) {
+        throw new AgentStartError(`-metricsAddress ${flags.metricsAddress}: ${message(err)}`, EXIT.BAD_CONFIG);
+      }
+      const s = server;
+      cleanups.push({ what: 'metrics server', run: () => s.close() });
+      log.info({ address: `${server.host}:${server.port}` }, 'metrics and probes listening');
+    }
+
+    log.info(
+      {
+        resourceName,
+        chips: chips.length,
+        mode: monitor.mode(),
+        separated: store.snapshot().manualSeparation,
+        metricsPort: server?.port,
+      },
+      'agent started',
+    );
+
+    let stopping: Promise<void> | undefined;
+    const flushMs = deps.flushTimeoutMs ?? 5000;
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        log.info('stopping');
+        monitor.stop();
+        store.stop();
+        try {
+          await manager.stop(); // streams ended, sockets removed
+        } catch (err) {
+          log.warn({ error: message(err) }, 'kubelet stop');
+        }
+        if (publisher) {
+          const idle = await withTimeout(
+            publisher.whenIdle().then(() => true),
+            flushMs,
+            false,
+          );
+          if (!idle) log.warn({ boundMs: flushMs }, 'device-info ConfigMap not flushed before the bound');
+        }
+        persistence.scheduleSave(() => persistence.capture(engine, publisher?.confirmedManualSeparation()), 0);
+        await withTimeout(persistence.flush(), 2000, undefined);
+        cleanups.splice(
+          cleanups.findIndex((c) => c.what === 'kubelet'),
+          1,
+        );
+        await undo();
+        log.info('stopped');
+      })();
+      return stopping;
+    };
+
+    return {
+      dcmi,
+      chips,
+      store,
+      monitor,
+      manager,
+      devices,
+      publisher,
+      events,
+      metrics,
+      registry,
+      metricsPort: server?.port,
+      resourceName,
+      reregister: (reason) => manager.triggerReregister(reason),
+      stop,
+    };
+  } catch (err) {
+    await undo();
+    if (err instanceof AgentStartError) throw err;
+    throw new AgentStartError(message(err), EXIT.FATAL);
+  }
+}

@@ -1,0 +1,339 @@
+/**
+ * `ascend-npu-agent simulate [--scenario F] [--timeline F] [--speed N]` (architecture §3, `npm start`): the real
+ * agent (`runAgent`) on the mock DCMI library, with the embedded kubelet simulator and Kubernetes API stand-in, every
+ * host path in a temporary folder (no root, no cluster, no NPU). It plays the scenario's `timeline` (else
+ * `scenarios/timelines/demo.jsonl`), prints a live table after every step — chip, level, health as kubelet sees
+ * it, ManuallySeparateNPU, last ConfigMap write — and a final summary, then stops the agent and exits 0.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
+import { parseAgentArgs } from '../cli/agent-flags.js';
+import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, PROJECT_ROOT } from '../dcmi/bindings.js';
+import {
+  DEVICE_INFO_NAMESPACE,
+  KEY_DEVICE_INFO,
+  KEY_MANUALLY_SEPARATE,
+  deviceInfoConfigMapName,
+  verifyDeviceInfoCfg,
+} from '../kube/device-info.js';
+import { createLogger } from '../observability/logger.js';
+import { KubeApiStandIn } from './kube-api.js';
+import { KubeletSimulator } from './kubelet.js';
+import { MockControlClient } from './mock-control.js';
+import { PLAYER_OPS, playTimeline, readTimelineFile, timelineFromArray, type TimelineStep } from './timeline-player.js';
+
+export const SIM_NODE_NAME = 'sim-node';
+export const DEFAULT_SCENARIO = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json');
+export const DEFAULT_TIMELINE = path.join(PROJECT_ROOT, 'scenarios', 'timelines', 'demo.jsonl');
+
+export interface SimulateIo {
+  readonly out: NodeJS.WritableStream;
+  readonly err: NodeJS.WritableStream;
+}
+
+interface SimOptions {
+  scenario: string;
+  timeline?: string;
+  speed: number;
+  keep: boolean;
+}
+
+function parseSimArgs(args: readonly string[]): SimOptions | string {
+  const o: SimOptions = { scenario: DEFAULT_SCENARIO, speed: 1, keep: false };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = (): string | undefined => inline ?? args[++i];
+    switch (name) {
+      case '--scenario':
+      case '-scenario': {
+        const v = value();
+        if (!v) return `${name} needs a file`;
+        o.scenario = path.resolve(v);
+        break;
+      }
+      case '--timeline':
+      case '-timeline': {
+        const v = value();
+        if (!v) return `${name} needs a file`;
+        o.timeline = path.resolve(v);
+        break;
+      }
+      case '--speed':
+      case '-speed': {
+        const n = Number(value());
+        if (!Number.isFinite(n) || n <= 0 || n > 1000) return `${name} must be a number in (0, 1000]`;
+        o.speed = n;
+        break;
+      }
+      case '--keep':
+        o.keep = true;
+        break;
+      default:
+        return `unknown simulate argument ${a}; usage: simulate [--scenario FILE] [--timeline FILE] [--speed N] [--keep]`;
+    }
+  }
+  return o;
+}
+
+/** The default device nodes (spec C.4) as plain files in `devDir`. */
+export function makeDeviceNodes(devDir: string, chips = 16): void {
+  fs.mkdirSync(devDir, { recursive: true });
+  const names = ['davinci_manager', 'hisi_hdc', 'devmm_svm'];
+  for (let i = 0; i < chips; i++) names.push(`davinci${i}`);
+  for (const n of names) fs.writeFileSync(path.join(devDir, n), '');
+}
+
+/** The agent flags that point every host path into `dir` (architecture §4). */
+export function sandboxFlags(
+  dir: string,
+  extra: { kubeconfig?: string; logFile?: string; listWatchPeriod?: number } = {},
+): string[] {
+  return [
+    `-dcmiLibrary=${MOCK_DCMI_LIBRARY}`,
+    `-hccnTool=${MOCK_HCCN_TOOL}`,
+    `-kubeletDir=${path.join(dir, 'kubelet')}`,
+    `-podResourcesSocket=${path.join(dir, 'pr.sock')}`,
+    `-devDir=${path.join(dir, 'dev')}`,
+    `-sysDir=${path.join(dir, 'sys')}`,
+    `-hostRoot=${path.join(dir, 'host')}`,
+    `-stateDir=${path.join(dir, 'state')}`,
+    `-faultCodeFile=${path.join(dir, 'faultCode.json')}`,
+    `-faultCustomizationFile=${path.join(dir, 'faultCustomization.json')}`,
+    `-logFile=${extra.logFile ?? ''}`,
+    `-metricsAddress=127.0.0.1:0`,
+    `-listWatchPeriod=${extra.listWatchPeriod ?? 3}`,
+    `-deviceResetTimeout=10`,
+    ...(extra.kubeconfig ? [`-kubeconfig=${extra.kubeconfig}`] : []),
+  ];
+}
+
+interface Row {
+  chip: string;
+  logicId: number;
+  level: string;
+  kubelet: string;
+  network: string;
+  manual: string;
+}
+
+/** Removes the chip's name from ManuallySeparateNPU as an operator would (GET + conditional PUT). */
+export async function operatorRelease(core: k8s.CoreV1Api, nodeName: string, chipName: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const cm = await core.readNamespacedConfigMap({
+      name: deviceInfoConfigMapName(nodeName),
+      namespace: DEVICE_INFO_NAMESPACE,
+    });
+    const value = cm.data?.[KEY_MANUALLY_SEPARATE] ?? '';
+    const names = value === '' ? [] : value.split(',');
+    if (!names.includes(chipName)) return false;
+    cm.data = { ...cm.data, [KEY_MANUALLY_SEPARATE]: names.filter((n) => n !== chipName).join(',') };
+    try {
+      await core.replaceNamespacedConfigMap({
+        name: cm.metadata!.name!,
+        namespace: DEVICE_INFO_NAMESPACE,
+        body: cm,
+        fieldManager: 'kubectl-edit',
+      });
+      return true;
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+  return false;
+}
+
+/** Runs the demo; returns the exit status. */
+export async function runSimulate(args: readonly string[], io: SimulateIo): Promise<number> {
+  const opts = parseSimArgs(args);
+  const say = (line = ''): void => void io.out.write(`${line}\n`);
+  if (typeof opts === 'string') {
+    io.err.write(`ascend-npu-agent simulate: ${opts}\n`);
+    return 2;
+  }
+  let steps: TimelineStep[];
+  let scenarioDoc: { timeline?: unknown };
+  try {
+    scenarioDoc = JSON.parse(fs.readFileSync(opts.scenario, 'utf8')) as { timeline?: unknown };
+    if (opts.timeline) steps = readTimelineFile(opts.timeline);
+    else if (Array.isArray(scenarioDoc.timeline)) steps = timelineFromArray(scenarioDoc.timeline, opts.scenario);
+    else steps = readTimelineFile(DEFAULT_TIMELINE);
+  } catch (err) {
+    io.err.write(`ascend-npu-agent simulate: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const timelineName =
+    opts.timeline ?? (Array.isArray(scenarioDoc.timeline) ? `${opts.scenario} (timeline)` : DEFAULT_TIMELINE);
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-sim-'));
+  const control = path.join(dir, 'mock.sock');
+  const logFile = path.join(dir, 'agent.log');
+  let api: KubeApiStandIn | undefined;
+  let kubelet: KubeletSimulator | undefined;
+  let agent: AgentHandle | undefined;
+  let client: MockControlClient | undefined;
+  const savedEnv = { scenario: process.env.ASCEND_MOCK_SCENARIO, control: process.env.ASCEND_MOCK_CONTROL };
+  try {
+    api = await KubeApiStandIn.start();
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    await api.writeKubeconfig(kubeconfig);
+    makeDeviceNodes(path.join(dir, 'dev'));
+    for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
+    kubelet = await KubeletSimulator.start({
+      dir: path.join(dir, 'kubelet'),
+      podResourcesSocket: path.join(dir, 'pr.sock'),
+    });
+    // The mock reads these on the first dcmi_init (architecture §5); hccn_tool inherits them.
+    process.env.ASCEND_MOCK_SCENARIO = opts.scenario;
+    process.env.ASCEND_MOCK_CONTROL = control;
+    const parsed = parseAgentArgs(sandboxFlags(dir, { kubeconfig, logFile }), { NODE_NAME: SIM_NODE_NAME });
+    if (!parsed.ok) throw new Error(parsed.errors.join('; '));
+    const log = createLogger({ logLevel: 0, logFile });
+    const started = Date.now();
+    agent = await runAgent(parsed.config!, { logger: log, env: process.env, kubeConfig: api.kubeConfig() });
+    const a = agent;
+    const core = api.kubeConfig().makeApiClient(k8s.CoreV1Api);
+    client = await MockControlClient.connect(control);
+    const resource = a.resourceName;
+    await kubelet.waitForRegistration(resource, 0, 15_000);
+    const devices = kubelet.devices(resource) ?? [];
+    say(
+      `ascend-npu-agent simulate: ${a.chips.length} chips (${resource}) from ${path.relative(PROJECT_ROOT, opts.scenario)}, ` +
+        `registered with the kubelet simulator in ${Date.now() - started} ms (${devices.length} devices)`,
+    );
+    say(
+      `timeline ${path.isAbsolute(timelineName) ? path.relative(PROJECT_ROOT, timelineName) : timelineName}: ${steps.length} steps; agent log ${opts.keep ? logFile : '(temporary)'}`,
+    );
+    say();
+
+    const cmName = deviceInfoConfigMapName(SIM_NODE_NAME);
+    let lastWrite = '-';
+    let writes = 0;
+    let lastRv = '';
+    const cmState = (): { manual: string; update: string; valid: boolean } | undefined => {
+      const cm = api!.store.get(api!.resourceType('', 'configmaps'), DEVICE_INFO_NAMESPACE, cmName) as
+        k8s.V1ConfigMap | undefined;
+      if (!cm) return undefined;
+      const rv = cm.metadata?.resourceVersion ?? '';
+      if (rv !== lastRv) {
+        lastRv = rv;
+        writes = api!.writeCount({ resource: 'configmaps', namespace: DEVICE_INFO_NAMESPACE, name: cmName });
+        lastWrite = `${((Date.now() - started) / 1000).toFixed(1)} s`;
+      }
+      const cfg = cm.data?.[KEY_DEVICE_INFO] ?? '';
+      return { manual: cm.data?.[KEY_MANUALLY_SEPARATE] ?? '', update: lastWrite, valid: verifyDeviceInfoCfg(cfg) };
+    };
+    const rows = (): Row[] => {
+      const seen = new Map((kubelet!.devices(resource) ?? []).map((d) => [d.ID, d.health]));
+      return a.store.snapshot().chips.map((c) => {
+        const chip = `${resource.replace('huawei.com/', '')}-${c.phyId}`;
+        return {
+          chip,
+          logicId: c.logicId,
+          level: c.level,
+          kubelet: seen.get(chip) ?? '?',
+          network: c.networkHealth,
+          manual: c.manuallySeparated ? 'yes' : '',
+        };
+      });
+    };
+    const table = (title: string): void => {
+      const cm = cmState();
+      say(title);
+      say(`  ${'chip'.padEnd(13)} ${'level'.padEnd(20)} ${'kubelet'.padEnd(10)} ${'network'.padEnd(10)} manual`);
+      for (const r of rows()) {
+        if (r.level === 'NormalNPU' && r.kubelet === 'Healthy' && r.network === 'Healthy' && r.manual === '') continue;
+        say(`  ${r.chip.padEnd(13)} ${r.level.padEnd(20)} ${r.kubelet.padEnd(10)} ${r.network.padEnd(10)} ${r.manual}`);
+      }
+      const healthy = rows().filter((r) => r.kubelet === 'Healthy').length;
+      say(
+        `  (${healthy}/${a.chips.length} Healthy in kubelet) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
+          `last write ${cm?.update ?? '-'} (${writes} writes, CheckCode ${cm?.valid ? 'valid' : 'n/a'})`,
+      );
+    };
+    const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 300));
+    const describe = (s: TimelineStep): string => {
+      const { t, op, ...rest } = s;
+      return `t=${(t / 1000).toFixed(1)} s ${op} ${Object.entries(rest)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(' ')}`;
+    };
+    table('t=0.0 s start');
+    await playTimeline(
+      steps,
+      {
+        mock: async (req) => {
+          await client!.expectOk(req);
+        },
+        release: async (logicId) => {
+          const phy = a.chips.find((c) => c.logicId === logicId)?.phyId ?? logicId;
+          const name = `${resource.replace('huawei.com/', '')}-${phy}`;
+          const done = await operatorRelease(core, SIM_NODE_NAME, name);
+          if (!done) say(`  (operator: ${name} is not in ManuallySeparateNPU)`);
+        },
+        podUses: async (logicId, used) => {
+          const phy = a.chips.find((c) => c.logicId === logicId)?.phyId ?? logicId;
+          const name = `${resource.replace('huawei.com/', '')}-${phy}`;
+          const podName = `sim-pod-${logicId}`;
+          if (used) {
+            await core.createNamespacedPod({
+              namespace: 'default',
+              body: {
+                metadata: { name: podName, namespace: 'default', annotations: { [resource]: name } },
+                spec: { nodeName: SIM_NODE_NAME, containers: [{ name: 'c', image: 'x' }] },
+                status: { phase: 'Running' },
+              },
+            });
+          } else await core.deleteNamespacedPod({ name: podName, namespace: 'default' });
+        },
+        query: async (s) => {
+          await settle();
+          table(describe(s));
+        },
+        afterStep: async (s) => {
+          if (s.op === 'query') return;
+          // recoveries are held 1 s by the monitor (D.4); show the table once they have landed
+          await new Promise((r) => setTimeout(r, PLAYER_OPS.has(s.op) ? 1200 : s.assertion === 'recover' ? 1300 : 300));
+          table(describe(s));
+        },
+      },
+      { speed: opts.speed },
+    );
+    await Promise.race([a.publisher?.whenIdle(), new Promise((r) => setTimeout(r, 3000))]);
+    const final = rows();
+    const cm = cmState();
+    const counts = new Map<string, number>();
+    for (const r of final) counts.set(r.kubelet, (counts.get(r.kubelet) ?? 0) + 1);
+    const events = api.store.list(api.resourceType('', 'events'), undefined);
+    say();
+    say('summary');
+    say(`  steps played        ${steps.length} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    say(
+      `  kubelet             ${[...counts].map(([h, n]) => `${n} ${h}`).join(', ')}; registrations ${kubelet.registrations.length}, updates ${kubelet.updates.length}`,
+    );
+    say(
+      `  ConfigMap           ${writes} writes, ManuallySeparateNPU="${cm?.manual ?? ''}", CheckCode ${cm?.valid ? 'valid' : 'invalid'}`,
+    );
+    say(`  Events              ${events.length}`);
+    say(`  health mode         ${a.monitor.mode()}`);
+    return 0;
+  } catch (err) {
+    io.err.write(`ascend-npu-agent simulate: ${(err as Error).message}\n`);
+    return err instanceof AgentStartError ? err.exitCode : 1;
+  } finally {
+    client?.close();
+    await agent?.stop();
+    await kubelet?.close();
+    await api?.stop();
+    if (savedEnv.scenario === undefined) delete process.env.ASCEND_MOCK_SCENARIO;
+    else process.env.ASCEND_MOCK_SCENARIO = savedEnv.scenario;
+    if (savedEnv.control === undefined) delete process.env.ASCEND_MOCK_CONTROL;
+    else process.env.ASCEND_MOCK_CONTROL = savedEnv.control;
+    if (!opts.keep) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}

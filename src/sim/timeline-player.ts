@@ -1,0 +1,101 @@
+/**
+ * Timelines (architecture §7): JSON lines, each a mock-control request (§5) plus `t` (ms from the start), or one of
+ * the operator/pod operations `release`, `podUses` and `query`. The player parses them and plays them in real time
+ * against handlers: mock operations go to the control socket, the others to the caller.
+ */
+import fs from 'node:fs';
+
+/** One timeline line. */
+export interface TimelineStep {
+  readonly t: number;
+  readonly op: string;
+  readonly logicId?: number;
+  readonly [key: string]: unknown;
+}
+
+/** Operations the player does not send to the mock. */
+export const PLAYER_OPS: ReadonlySet<string> = new Set(['release', 'podUses', 'query']);
+
+/** Parses a JSON-lines timeline; throws naming the line. Steps are returned in time order (stable). */
+export function parseTimeline(text: string, where = 'timeline'): TimelineStep[] {
+  const steps: TimelineStep[] = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (line.trim() === '') return;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch (err) {
+      throw new Error(`${where}:${i + 1}: not JSON: ${(err as Error).message}`, { cause: err });
+    }
+    steps.push(checkStep(v, `${where}:${i + 1}`));
+  });
+  return sortSteps(steps);
+}
+
+/** Checks the `timeline` array of a scenario file. */
+export function timelineFromArray(items: readonly unknown[], where = 'scenario timeline'): TimelineStep[] {
+  return sortSteps(items.map((v, i) => checkStep(v, `${where}[${i}]`)));
+}
+
+export function readTimelineFile(file: string): TimelineStep[] {
+  return parseTimeline(fs.readFileSync(file, 'utf8'), file);
+}
+
+function sortSteps(steps: TimelineStep[]): TimelineStep[] {
+  return steps
+    .map((s, i) => ({ s, i }))
+    .sort((a, b) => a.s.t - b.s.t || a.i - b.i)
+    .map((x) => x.s);
+}
+
+function checkStep(v: unknown, where: string): TimelineStep {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${where}: not a JSON object`);
+  const o = v as Record<string, unknown>;
+  if (typeof o.t !== 'number' || !Number.isFinite(o.t) || o.t < 0) throw new Error(`${where}: "t" must be ≥ 0 ms`);
+  if (typeof o.op !== 'string' || o.op === '') throw new Error(`${where}: "op" missing`);
+  if ((o.op === 'release' || o.op === 'podUses') && typeof o.logicId !== 'number')
+    throw new Error(`${where}: ${o.op} needs "logicId"`);
+  return o as TimelineStep;
+}
+
+/** What the player calls. */
+export interface TimelineHandlers {
+  /** A §5 mock-control request (without `t`). */
+  mock(request: Record<string, unknown>): Promise<void>;
+  release(logicId: number): Promise<void>;
+  podUses(logicId: number, used: boolean): Promise<void>;
+  query(step: TimelineStep): Promise<void>;
+  /** After each step (for a live display). */
+  afterStep?(step: TimelineStep): Promise<void> | void;
+}
+
+/** Plays `steps` in real time (scaled by `speed`, 1 = real time); resolves after the last step. */
+export async function playTimeline(
+  steps: readonly TimelineStep[],
+  handlers: TimelineHandlers,
+  options: { speed?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const speed = options.speed ?? 1;
+  const start = Date.now();
+  for (const step of steps) {
+    if (options.signal?.aborted) return;
+    const wait = start + step.t / speed - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const { t: _t, ...request } = step;
+    void _t;
+    switch (step.op) {
+      case 'release':
+        await handlers.release(step.logicId!);
+        break;
+      case 'podUses':
+        await handlers.podUses(step.logicId!, step.used !== false);
+        break;
+      case 'query':
+        await handlers.query(step);
+        break;
+      default:
+        await handlers.mock(request);
+    }
+    await handlers.afterStep?.(step);
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * Child-process harness of the integration tests: the built agent (`dist/cli/agent.js`) on the mock library, with
+ * the kubelet simulator and the Kubernetes API stand-in in the test process; every host path in a temp folder.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName } from '../../src/kube/device-info.js';
+import { KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { KubeletSimulator } from '../../src/sim/kubelet.js';
+import { MockControlClient } from '../../src/sim/mock-control.js';
+import { makeDeviceNodes, sandboxFlags } from '../../src/sim/simulate.js';
+
+export const AGENT_JS = path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js');
+export const NODE_NAME = 'it-node';
+export const RESOURCE = 'huawei.com/Ascend910';
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A running agent child process. */
+export class AgentProcess {
+  stdout = '';
+  stderr = '';
+  readonly exited: Promise<Exit>;
+  constructor(readonly child: ChildProcess) {
+    child.stdout?.on('data', (b: Buffer) => (this.stdout += b.toString()));
+    child.stderr?.on('data', (b: Buffer) => (this.stderr += b.toString()));
+    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  /** Log lines (JSON) of the agent. */
+  logs(): Record<string, unknown>[] {
+    return this.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  /** Resolves with the exit, or rejects after `timeoutMs`. */
+  waitExit(timeoutMs = 15_000): Promise<Exit> {
+    return Promise.race([
+      this.exited,
+      new Promise<Exit>((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`agent did not exit in ${timeoutMs} ms; stderr: ${this.stderr}`)),
+          timeoutMs,
+        ).unref(),
+      ),
+    ]);
+  }
+
+  /** Kills the process (SIGKILL) if it still runs. */
+  async kill(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGKILL');
+      await this.exited;
+    }
+  }
+}
+
+/** Runs the agent to completion (for the bad-input cases). */
+export function runAgentOnce(
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 20_000,
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const p = new AgentProcess(spawn(process.execPath, [AGENT_JS, ...args], { env }));
+  return p.waitExit(timeoutMs).then(
+    (e) => ({ ...e, stdout: p.stdout, stderr: p.stderr }),
+    async (err: unknown) => {
+      await p.kill();
+      throw err;
+    },
+  );
+}
+
+/** The sandbox: temp folder, API stand-in, kubelet simulator; and one agent at a time. */
+export class AgentSandbox {
+  readonly dir: string;
+  readonly control: string;
+  readonly kubeconfig: string;
+  agent: AgentProcess | undefined;
+  #control: MockControlClient | undefined;
+
+  private constructor(
+    dir: string,
+    readonly api: KubeApiStandIn,
+    readonly kubelet: KubeletSimulator,
+    readonly scenario: string,
+  ) {
+    this.dir = dir;
+    this.control = path.join(dir, 'mock.sock');
+    this.kubeconfig = path.join(dir, 'kubeconfig');
+  }
+
+  static async create(scenario = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json')): Promise<AgentSandbox> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-it-'));
+    makeDeviceNodes(path.join(dir, 'dev'));
+    for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
+    const api = await KubeApiStandIn.start();
+    const kubelet = await KubeletSimulator.start({
+      dir: path.join(dir, 'kubelet'),
+      podResourcesSocket: path.join(dir, 'pr.sock'),
+    });
+    const sb = new AgentSandbox(dir, api, kubelet, scenario);
+    await api.writeKubeconfig(sb.kubeconfig);
+    return sb;
+  }
+
+  /** Flags pointing every host path into the sandbox. */
+  flags(extra: string[] = []): string[] {
+    return [...sandboxFlags(this.dir, { kubeconfig: this.kubeconfig }), ...extra];
+  }
+
+  env(extra: Record<string, string> = {}): Record<string, string | undefined> {
+    return {
+      PATH: process.env.PATH,
+      NODE_NAME: NODE_NAME,
+      ASCEND_MOCK_SCENARIO: this.scenario,
+      ASCEND_MOCK_CONTROL: this.control,
+      ...extra,
+    };
+  }
+
+  /** Starts the agent and waits until kubelet has its device list. */
+  async start(extraFlags: string[] = [], extraEnv: Record<string, string> = {}): Promise<AgentProcess> {
+    const after = this.kubelet.registrations.at(-1)?.seq ?? 0;
+    this.#control?.close();
+    this.#control = undefined;
+    this.agent = new AgentProcess(
+      spawn(process.execPath, [AGENT_JS, ...this.flags(extraFlags)], { env: this.env(extraEnv) }),
+    );
+    const agent = this.agent;
+    await Promise.race([
+      this.kubelet.waitForRegistration(RESOURCE, after, 20_000),
+      agent.exited.then((e) => {
+        throw new Error(`agent exited (${e.code}) before registering: ${agent.stderr}`);
+      }),
+    ]);
+    return agent;
+  }
+
+  /** The mock's control socket (connected lazily, after the agent's dcmi_init created it). */
+  async mock(req: Record<string, unknown>): Promise<Record<string, unknown>> {
+    this.#control ??= await MockControlClient.connect(this.control);
+    return this.#control.expectOk(req);
+  }
+
+  core(): k8s.CoreV1Api {
+    return this.api.kubeConfig().makeApiClient(k8s.CoreV1Api);
+  }
+
+  deviceInfo(): k8s.V1ConfigMap | undefined {
+    return this.api.store.get(
+      this.api.resourceType('', 'configmaps'),
+      DEVICE_INFO_NAMESPACE,
+      deviceInfoConfigMapName(NODE_NAME),
+    ) as k8s.V1ConfigMap | undefined;
+  }
+
+  events(): k8s.CoreV1Event[] {
+    return this.api.store.list(this.api.resourceType('', 'events'), undefined) as unknown as k8s.CoreV1Event[];
+  }
+
+  /** Polls `check` every 50 ms until truthy; rejects after `timeoutMs` naming `what`. */
+  async until<T>(check: () => T | undefined | null | false, what: string, timeoutMs = 10_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = check();
+      if (v) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  health(id: string): string | undefined {
+    return this.kubelet.devices(RESOURCE)?.find((d) => d.ID === id)?.health;
+  }
+
+  async close(): Promise<void> {
+    this.#control?.close();
+    await this.agent?.kill();
+    await this.kubelet.close();
+    await this.api.stop();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
