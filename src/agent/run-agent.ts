@@ -28,17 +28,21 @@ import { EngineStatePersistence } from '../kube/engine-state-persistence.js';
 import { deviceInfoViewOf } from '../kube/engine-view.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
+import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
+import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
 import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
 import type { Logger } from '../kubelet/logger.js';
 import { DevicePluginManager } from '../kubelet/plugin-manager.js';
+import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.js';
 import { AgentMetrics } from '../observability/metrics.js';
 import { managerName, runModeOf } from '../state/chip-kind.js';
 import { SYSTEM_CLOCK, type Clock } from '../state/clock.js';
 import { StoreDeviceSource } from '../state/device-source.js';
-import { NodeStateStore, type StoreChip } from '../state/store.js';
+import { NodeStateStore, type NodeState, type StoreChip } from '../state/store.js';
+import { nodeLabelFactsOf, readChipAddresses } from './node-facts.js';
 
 /** Exit statuses of architecture §4. */
 export const EXIT = { OK: 0, FATAL: 1, BAD_CONFIG: 2, DCMI_UNUSABLE: 3, WAIT_TIMEOUT: 4 } as const;
@@ -70,7 +74,7 @@ export interface AgentDeps {
   readonly onFatal?: (reason: string) => void;
   /** Interval between `dcmi_init` attempts (default 10 s; upstream). */
   readonly dcmiInitRetryMs?: number;
-  /** Deadline of the kubelet-directory wait and first registration (default 300 s, spec A.2). */
+  /** Deadline of the kubelet-directory wait and first registration (default `-kubeletWaitTimeout`, 300 s). */
   readonly kubeletWaitTimeoutMs?: number;
   /** Bound of each start-up read from the API server (default 3 s): the kubelet path never waits longer. */
   readonly apiStartupTimeoutMs?: number;
@@ -90,6 +94,8 @@ export interface AgentHandle {
   readonly devices: StoreDeviceSource;
   readonly publisher: DeviceInfoPublisher | undefined;
   readonly events: KubeEventRecorder | undefined;
+  /** Node labels/annotations (I.1, I.2); undefined without an API server. */
+  readonly labeler: NodeLabeler | undefined;
   readonly metrics: AgentMetrics;
   readonly registry: Registry;
   /** Port of the metrics/probes server (undefined when `-metricsAddress=""`). */
@@ -118,6 +124,27 @@ function withTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
         resolve(fallback);
       },
     );
+  });
+}
+
+/**
+ * `target` with every method call observed: `after` runs once the returned promise settled and its awaiting
+ * callers ran (used to read the write queue's counters after each API call of the publisher).
+ */
+function observed<T extends object>(target: T, after: () => void): T {
+  return new Proxy(target, {
+    get(t, prop, receiver) {
+      const v: unknown = Reflect.get(t, prop, receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]): unknown => {
+        const r: unknown = (v as (...a: unknown[]) => unknown).apply(t, args);
+        if (r instanceof Promise) {
+          const later = (): void => void setImmediate(after);
+          r.then(later, later);
+        }
+        return r;
+      };
+    },
   });
 }
 
@@ -383,19 +410,71 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.push({ what: 'device source', run: () => devices.close() });
     const nameOf = (logicId: number): string => `${deviceType}-${byLogic.get(logicId)?.phyId ?? logicId}`;
 
-    // 7. The device-info ConfigMap (H.4), pods (D.7, I.6).
+    // 7. Node labels/annotations (I.1, I.2), the device-info ConfigMap (H.4), pods (D.7, I.6), pod annotations (I.3).
     let publisher: DeviceInfoPublisher | undefined;
     let pods: PodCacheWatcher | undefined;
+    let labeler: NodeLabeler | undefined;
+    let annotator: PodAnnotator | undefined;
+    const late: { manager?: DevicePluginManager } = {}; // the kubelet layer, created after the kube layer
+    let rankChips: ReadonlyMap<number, RankChip> = new Map();
+    const chipAddresses = (): readonly BaseDeviceInfo[] => {
+      const a = readChipAddresses(dcmi, chips, kind, deviceType);
+      rankChips = a.rank;
+      return a.base;
+    };
+    let cmFailuresSeen = 0;
+    const syncConfigMapMetrics = (): void => {
+      if (!publisher) return;
+      const st = publisher.stats;
+      const failed = st.failures + st.rejected;
+      if (failed > cmFailuresSeen) metrics.configMapWrites.inc({ result: 'failed' }, failed - cmFailuresSeen);
+      cmFailuresSeen = Math.max(cmFailuresSeen, failed);
+      metrics.configMapQueueDepth.set(st.pendingSinceMs !== undefined ? 1 : 0);
+    };
     if (core && kc) {
-      const pub: DeviceInfoPublisher = new DeviceInfoPublisher({
+      labeler = new NodeLabeler({
         api: core,
+        nodeName: config.nodeName,
+        facts: nodeLabelFactsOf(dcmi, chips, {
+          facts,
+          chipName: discovery.chipName,
+          superPodId,
+          serverIndex,
+          logger: log,
+        }),
+        baseDeviceInfos: chipAddresses,
+        autoStowing: flags.autoStowing,
+        watch: kc,
+        logger: log,
+      });
+      const lab = labeler;
+      cleanups.push({ what: 'node labeler', run: () => lab.stop() });
+      const productTypes = facts.productTypes ?? [];
+      const allDuo = productTypes.length > 0 && productTypes.every((p) => p === 'Atlas 300I Duo');
+      const podsOf = (): PodCacheWatcher | undefined => pods;
+      annotator = new PodAnnotator({
+        api: core,
+        pods: { pods: () => podsOf()?.pods() ?? [] },
+        hostIp: config.hostIp ?? '',
+        superPodId,
+        serverIndex,
+        chips: () => rankChips,
+        rankTable: runMode === 'Ascend910' ? (kind === 'Ascend910A5' ? 'npu' : '910') : allDuo ? '910' : 'none',
+        volcanoType: flags.volcanoType,
+        realOf: (id) => late.manager?.servers.find((s) => s.deviceType === deviceType)?.kubeletToReal.realOf(id),
+        logger: log,
+      });
+      const pub: DeviceInfoPublisher = new DeviceInfoPublisher({
+        api: observed(core, () => syncConfigMapMetrics()),
         watch: kc,
         nodeName: config.nodeName,
         runMode,
         logger: log,
         ...(events ? { events } : {}),
         view: (now) =>
-          deviceInfoViewOf(engine.snapshot(), engine, { runMode, resourceName, superPodId, serverIndex }, now),
+          lab.applyToView(
+            deviceInfoViewOf(engine.snapshot(), engine, { runMode, resourceName, superPodId, serverIndex }, now),
+          ),
         separation: engineSeparationHost(engine, runMode, () => store.tick()),
         ...(restored ? { confirmedManual: restored.confirmedManual } : {}),
         lateStartup: (v) => {
@@ -404,6 +483,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         },
         onWritten: () => {
           metrics.configMapWrites.inc({ result: 'ok' });
+          void lab.onDeviceInfoWritten();
           persistence.scheduleSave(() => persistence.capture(engine, pub.confirmedManualSeparation()));
         },
       });
@@ -414,7 +494,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         watch: kc,
         nodeName: config.nodeName,
         logger: log,
-        onChange: () => updatePodUsed(),
+        onChange: () => {
+          updatePodUsed();
+          void annotatePass();
+        },
       });
       const podWatcher = pods;
       cleanups.push({ what: 'pods', run: () => podWatcher.stop() });
@@ -426,11 +509,54 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       for (const c of chips) if (names.has(`${deviceType}-${c.phyId}`)) used.add(c.logicId);
       store.setPodUsed(used);
     };
-    // TODO(wiring point, node labels + pod annotations): NodeLabeler (src/kube/node-labeler.ts, I.1/I.2) and
-    // PodAnnotator (src/kube/pod-annotator.ts, I.3) are not wired yet; see docs/kube.md "Wiring of labels and
-    // annotations": labeler.start() after pods, its applyToView in the publisher's view, cycle() from the store
-    // listener below, the annotator after each Allocate.
-
+    // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
+    const stowCycle = (state: NodeState): void => {
+      if (!labeler || flags.autoStowing) return;
+      void labeler.cycle(state.chips).then(() => publisher?.changed());
+    };
+    // Spec I.3: pod annotations from kubelet's pod-resources answer; one pass at a time, a request meanwhile → one more.
+    let podResources: PodResourcesClient | undefined;
+    try {
+      if (annotator) podResources = new PodResourcesClient(flags.podResourcesSocket);
+    } catch (err) {
+      log.warn({ error: message(err) }, '-podResourcesSocket unusable: pods are not annotated');
+    }
+    let annotating = false;
+    let annotateAgain = false;
+    let annotateFailedLogged = false;
+    let stopped = false;
+    const annotatePass = async (): Promise<void> => {
+      if (!annotator || !podResources || !pods || stopped) return;
+      if (annotating) {
+        annotateAgain = true;
+        return;
+      }
+      annotating = true;
+      try {
+        do {
+          annotateAgain = false;
+          // Nothing to ask kubelet while no pod that asks for our resource lacks huawei.com/AscendReal (idle case).
+          const waiting = pods
+            .pods()
+            .some(
+              (p) =>
+                p.annotations[ANNOTATION_ASCEND_REAL] === undefined &&
+                p.containerLimits.some((l) => (l[resourceName] ?? 0) > 0),
+            );
+          if (!waiting) break;
+          const held = await podResources.devicesInUse(new Set([resourceName]));
+          const r = await annotator.annotate(deviceType, held);
+          annotateFailedLogged = false;
+          if (r.patched.length > 0) log.info({ pods: r.patched }, 'pod annotations written (I.3)');
+          if (r.failed.length > 0) log.warn({ pods: r.failed }, 'pod annotations not written; next cycle');
+        } while (annotateAgain && !stopped);
+      } catch (err) {
+        if (!annotateFailedLogged) log.warn({ error: message(err) }, 'pod-resources unavailable: pods not annotated');
+        annotateFailedLogged = true;
+      } finally {
+        annotating = false;
+      }
+    };
     // Every output is a projection of the same snapshot (architecture §2).
     const onEvents = (batch: readonly FaultEvent[]): void => {
       store.applyEvents(batch);
@@ -463,7 +589,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       if (publisher) {
         publisher.noteTransitions(change.transitions);
         publisher.changed();
+        syncConfigMapMetrics();
       }
+      stowCycle(state);
       if (events) for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
       persistence.scheduleSave(() => persistence.capture(engine, publisher?.confirmedManualSeparation()));
     });
@@ -484,10 +612,37 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       );
     }
 
+    // Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1).
+    if (labeler) {
+      const lab = labeler;
+      const bound = 3 * apiTimeout + 3000;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          lab.start(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () =>
+                reject(
+                  new NodeSetupError(`node ${config.nodeName}: no answer from the API server within ${bound} ms`, 0),
+                ),
+              bound,
+            );
+          }),
+        ]);
+      } catch (err) {
+        if (err instanceof NodeSetupError) throw new AgentStartError(err.message, err.exitStatus);
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+      lab.startRefresher();
+    }
+
     // 8. Kubelet (spec A.2 last step): wait for the directory, register every resource.
-    let manager: DevicePluginManager;
+    let mgr: DevicePluginManager;
     try {
-      manager = new DevicePluginManager({
+      mgr = new DevicePluginManager({
         kubeletDir: flags.kubeletDir,
         source: devices,
         probe: new FsDeviceNodeProbe(flags.devDir),
@@ -497,7 +652,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         useAscendDocker: config.ascendDockerRuntime,
         fdFlag: flags.fdFlag,
         listWatchPeriodSec: flags.listWatchPeriod,
-        ...(deps.kubeletWaitTimeoutMs !== undefined ? { waitTimeoutMs: deps.kubeletWaitTimeoutMs } : {}),
+        waitTimeoutMs: deps.kubeletWaitTimeoutMs ?? flags.kubeletWaitTimeout * 1000,
         onFatal: (reason) => deps.onFatal?.(reason),
       });
     } catch (err) {
@@ -505,13 +660,17 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       if (err instanceof SocketPathTooLongError) throw new AgentStartError(message(err), EXIT.BAD_CONFIG);
       throw new AgentStartError(`kubelet plugin: ${message(err)}`, EXIT.BAD_CONFIG);
     }
-    cleanups.push({ what: 'kubelet', run: () => manager.stop() });
-    manager.on('registered', (e: { resourceName: string }) => metrics.registered(e.resourceName, true));
-    manager.on('registerFailed', (e: { resourceName?: string }) =>
+    late.manager = mgr;
+    cleanups.push({ what: 'kubelet', run: () => mgr.stop() });
+    mgr.on('registered', (e: { resourceName: string }) => metrics.registered(e.resourceName, true));
+    mgr.on('registerFailed', (e: { resourceName?: string }) =>
       metrics.registered(e.resourceName ?? resourceName, false),
     );
+    mgr.on('sendFailed', (e: { resourceName: string }) =>
+      metrics.listAndWatchSends.inc({ resource: e.resourceName, result: 'failed' }),
+    );
     try {
-      await manager.start();
+      await mgr.start();
     } catch (err) {
       if (err instanceof KubeletWaitTimeoutError) throw new AgentStartError(message(err), EXIT.WAIT_TIMEOUT);
       throw new AgentStartError(`kubelet plugin: ${message(err)}`, EXIT.WAIT_TIMEOUT);
@@ -527,7 +686,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
           readiness: {
             dcmi: () => (dcmi.closed ? { ok: false, reason: 'DCMI closed' } : { ok: true }),
             kubelet: () => {
-              const bad = manager
+              const bad = mgr
                 .status()
                 .filter((s) => !s.registered || s.activeStreams === 0)
                 .map((s) => s.resourceName);
@@ -554,15 +713,26 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       'agent started',
     );
 
+    // Every -listWatchPeriod: the Recover labels (an operator's label edit counts), pod annotations, queue gauges.
+    const periodic = setInterval(() => {
+      stowCycle(store.snapshot());
+      void annotatePass();
+      syncConfigMapMetrics();
+    }, flags.listWatchPeriod * 1000);
+    periodic.unref();
+    cleanups.push({ what: 'periodic', run: () => clearInterval(periodic) });
+
     let stopping: Promise<void> | undefined;
     const flushMs = deps.flushTimeoutMs ?? 5000;
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
         log.info('stopping');
+        stopped = true;
+        clearInterval(periodic);
         monitor.stop();
         store.stop();
         try {
-          await manager.stop(); // streams ended, sockets removed
+          await mgr.stop(); // streams ended, sockets removed
         } catch (err) {
           log.warn({ error: message(err) }, 'kubelet stop');
         }
@@ -591,7 +761,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       chips,
       store,
       monitor,
-      manager,
+      manager: mgr,
+      labeler,
       devices,
       publisher,
       events,
@@ -599,7 +770,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       registry,
       metricsPort: server?.port,
       resourceName,
-      reregister: (reason) => manager.triggerReregister(reason),
+      reregister: (reason) => mgr.triggerReregister(reason),
       stop,
     };
   } catch (err) {

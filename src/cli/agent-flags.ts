@@ -71,9 +71,8 @@ export const AGENT_FLAGS = {
   autoStowing: {
     kind: 'bool',
     def: true,
-    support: 'not-yet',
-    feature: 'the huawei.com/Ascend910-Recover node label (autoStowing=false)',
-    help: 'recovered chips return to scheduling at once',
+    support: 'yes',
+    help: 'recovered chips return to scheduling at once (false: they wait in the huawei.com/Ascend910-Recover label)',
   },
   volcanoType: { kind: 'bool', def: false, support: 'yes', help: 'Volcano scheduler mode for Allocate' },
   presetVirtualDevice: {
@@ -207,6 +206,14 @@ export const AGENT_FLAGS = {
     max: 86400,
     support: 'yes',
     help: 'seconds between two real hccn_tool link queries of one chip',
+  },
+  kubeletWaitTimeout: {
+    kind: 'int',
+    def: 300,
+    min: 1,
+    max: 86400,
+    support: 'yes',
+    help: 'seconds to wait at start-up for the kubelet folder and the first registration (then exit 4)',
   },
 } as const satisfies Record<string, FlagDef>;
 
@@ -426,6 +433,7 @@ export function parseAgentArgs(
   }
   // Ours (architecture §4).
   inRange('linkQueryInterval');
+  inRange('kubeletWaitTimeout');
   for (const n of [
     'kubeletDir',
     'podResourcesSocket',

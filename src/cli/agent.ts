@@ -6,7 +6,7 @@
  * Exit statuses (architecture §4): 0 stopped by SIGTERM/SIGINT; 2 bad flag, environment or configuration; 3 the
  * DCMI library is unusable; 4 a start-up wait ran out (kubelet folder, device nodes); 1 anything unexpected.
  */
-import type { Logger as PinoLogger } from 'pino';
+import { pino, type Logger as PinoLogger } from 'pino';
 import { AgentStartError, EXIT, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { LogFileError, createLogger } from '../observability/logger.js';
 import { runSimulate } from '../sim/simulate.js';
@@ -19,7 +19,27 @@ function fail(line: string): void {
   process.stderr.write(`${NAME}: ${line}\n`);
 }
 
-function flushLogger(log: PinoLogger): Promise<void> {
+/** The pino destination while it still opens its file (sonic-boom `fd` −1): `process.exit` would then throw. */
+function openingDestination(log: PinoLogger): { once(event: 'ready', f: () => void): void } | undefined {
+  const dest = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
+    { fd?: unknown; once?: unknown } | undefined;
+  if (dest && dest.fd === -1 && typeof dest.once === 'function') {
+    return dest as { once(event: 'ready', f: () => void): void };
+  }
+  return undefined;
+}
+
+async function flushLogger(log: PinoLogger): Promise<void> {
+  const opening = openingDestination(log);
+  if (opening) {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 1000);
+      opening.once('ready', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
   return new Promise((resolve) => {
     const t = setTimeout(resolve, 1000);
     try {

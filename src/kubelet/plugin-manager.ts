@@ -91,7 +91,8 @@ export interface ServerStatus {
 
 /**
  * Owns the servers and the registration loop. Events: `registered` ({@link RegisteredEvent}),
- * `registerFailed` ({ deviceType, error }), `waiting` ({ what }).
+ * `registerFailed` ({ deviceType, error }), `waiting` ({ what }), `sendFailed` ({ deviceType, resourceName,
+ * consecutive }: a ListAndWatch report failed after all its attempts).
  */
 export class DevicePluginManager extends EventEmitter {
   readonly servers: readonly DevicePluginServer[];
@@ -316,6 +317,7 @@ export class DevicePluginManager extends EventEmitter {
   }
 
   #onSendFailed(server: DevicePluginServer, consecutive: number): void {
+    this.emit('sendFailed', { deviceType: server.deviceType, resourceName: server.resourceName, consecutive });
     if (consecutive >= SEND_FAILURES_FATAL) {
       const reason = `${consecutive} consecutive ListAndWatch send failures on ${server.deviceType}`;
       this.#logger.error({ deviceType: server.deviceType }, reason);

@@ -178,6 +178,8 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
   const savedEnv = { scenario: process.env.ASCEND_MOCK_SCENARIO, control: process.env.ASCEND_MOCK_CONTROL };
   try {
     api = await KubeApiStandIn.start();
+    // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
+    api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: SIM_NODE_NAME } });
     const kubeconfig = path.join(dir, 'kubeconfig');
     await api.writeKubeconfig(kubeconfig);
     makeDeviceNodes(path.join(dir, 'dev'));

@@ -117,6 +117,7 @@ describe('A.1 ranges', () => {
     ['deviceResetTimeout', '9', '601'],
     ['shareDevCount', '0', '101'],
     ['linkQueryInterval', '0', '86401'],
+    ['kubeletWaitTimeout', '0', '86401'],
   ];
   test.each(cases)('-%s rejects %s and %s, accepts both bounds', (name, low, high) => {
     expect(errors([`-${name}=${low}`])[0]).toMatch(new RegExp(`^-${name}=${low} is out of range`));
@@ -212,7 +213,6 @@ describe('A.1 features not built yet', () => {
     ['use310PMixedInsert', 'true'],
     ['getPodFromKubelet', 'true'],
     ['enableSlowNode', 'true'],
-    ['autoStowing', 'false'],
     ['edgeLogFile', '/tmp/x.log'],
   ];
   test.each(notYet)('-%s=%s is refused with "not supported yet"', (name, value) => {

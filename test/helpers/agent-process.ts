@@ -106,6 +106,8 @@ export class AgentSandbox {
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
     const api = await KubeApiStandIn.start();
+    // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
+    api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE_NAME } });
     const kubelet = await KubeletSimulator.start({
       dir: path.join(dir, 'kubelet'),
       podResourcesSocket: path.join(dir, 'pr.sock'),
@@ -179,6 +181,35 @@ export class AgentSandbox {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /** Like {@link until} with an asynchronous check. */
+  async untilAsync<T>(
+    check: () => Promise<T | undefined | null | false>,
+    what: string,
+    timeoutMs = 10_000,
+  ): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await check();
+      if (v) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** The agent's /metrics text (the port is read from its "metrics and probes listening" log line). */
+  async metrics(): Promise<string> {
+    const line = this.agent?.logs().find((l) => l.msg === 'metrics and probes listening');
+    const address = typeof line?.address === 'string' ? line.address : undefined;
+    if (!address) throw new Error('the agent has not logged its metrics address');
+    const res = await fetch(`http://127.0.0.1:${address.slice(address.lastIndexOf(':') + 1)}/metrics`);
+    return res.text();
+  }
+
+  /** The Node object in the stand-in. */
+  node(): k8s.V1Node | undefined {
+    return this.api.store.get(this.api.resourceType('', 'nodes'), undefined, NODE_NAME) as k8s.V1Node | undefined;
   }
 
   health(id: string): string | undefined {
