@@ -6,8 +6,15 @@
  *   same for the recovery (which includes upstream's 1 s recovery hold, spec D.4), compared with upstream's design
  *   figures (next 1 s trigger tick when subscribed; up to `listWatchPeriod` = 5 s when polling) as ratios;
  * - fault → the device-info ConfigMap in the stand-in shows it (p99);
- * - idle cost with 16 chips (`scenarios/910a3-16chip.json`): CPU % of one core and RSS over `idleSeconds`.
- * Not built yet: the 5,000 events/s storm.
+ * - idle cost with 16 chips (`scenarios/910a3-16chip.json`): CPU % of one core and RSS over `idleSeconds`;
+ * - fault storm (16 chips): 5,000 events/s for `stormSeconds` (the mock's `burst` op, one connection and one mock
+ *   thread per chip), then a known final set (every odd chip keeps the code, every even chip recovers it): no
+ *   crash, the kubelet view and the ConfigMap match the mock's code lists exactly, RSS sampled every second during
+ *   the storm, and the fault latency after the storm compared with the same measurement before it.
+ *
+ * Run directly: `npx tsc -p tsconfig.build.json && npx tsx bench/e2e.ts`. Environment: BENCH_FAULTS (default
+ * 1000), BENCH_IDLE_SECONDS (default 60), BENCH_STORM_SECONDS (default 60; 0 skips the storm), BENCH_STORM_RATE
+ * (default 5000 events/s), BENCH_AGENT_NODE_ARGS (extra `node` options for the agent, e.g. `--cpu-prof`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,8 +35,33 @@ const CODE = '80E3A201'; // SeparateNPU, no frequency rule
 export interface E2eOptions {
   /** Fault injections measured (default 1000). */
   readonly faults?: number;
-  /** Idle measurement length (default 60 s). */
+  /** Idle measurement length (default 60 s; 0 skips it). */
   readonly idleSeconds?: number;
+  /** Storm length (default `BENCH_STORM_SECONDS` or 60 s; 0 skips it). */
+  readonly stormSeconds?: number;
+  /** Storm rate over all chips (default `BENCH_STORM_RATE` or 5000 events/s). */
+  readonly stormRatePerSec?: number;
+}
+
+export interface StormResult {
+  readonly chips: number;
+  readonly seconds: number;
+  /** Events the mock delivered to the agent (the burst replies' `fired`) and the rate achieved. */
+  readonly fired: number;
+  readonly ratePerSec: number;
+  /** The agent process was alive and registered throughout. */
+  readonly crashed: boolean;
+  /** Kubelet view and ConfigMap equal the mock's final code lists; time after the storm until they did. */
+  readonly finalStateExact: boolean;
+  readonly settleMs: number;
+  readonly mismatches: readonly string[];
+  /** RSS before the storm, max during it (1 s samples) and after settling. */
+  readonly rssMiB: { before: number; max: number; after: number };
+  /** CPU % of one core during the storm. */
+  readonly cpuPercent: number;
+  /** Fault → kubelet Unhealthy before and after the storm (the even chips, 10 rounds, same code). */
+  readonly latencyBeforeMs: { p50: number; p99: number; max: number };
+  readonly latencyAfterMs: { p50: number; p99: number; max: number };
 }
 
 export interface E2eResult {
@@ -40,7 +72,17 @@ export interface E2eResult {
   /** Upstream design p99 (subscribed: next 1 s tick; polling: 5 s period) divided by ours. */
   readonly ratioVsUpstreamTick: number;
   readonly ratioVsUpstreamPoll: number;
-  readonly idle: { chips: number; seconds: number; cpuPercent: number; rssMiB: number };
+  readonly idle?: {
+    chips: number;
+    seconds: number;
+    cpuPercent: number;
+    /** Max of 1 s samples over the window, and the last sample. */
+    rssMiB: number;
+    rssEndMiB: number;
+    /** DCMI calls per second while idle (the mock's counters). */
+    dcmiCallsPerSec: number;
+  };
+  readonly storm?: StormResult;
 }
 
 interface Sandbox {
@@ -53,6 +95,11 @@ interface Sandbox {
   close(): Promise<void>;
 }
 
+/** Extra `node` options for the agent child (`BENCH_AGENT_NODE_ARGS`, space-separated, e.g. `--cpu-prof`). */
+function nodeArgs(): string[] {
+  return (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+}
+
 async function startSandbox(scenario: string): Promise<Sandbox> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-e2e-'));
   makeDeviceNodes(path.join(dir, 'dev'));
@@ -60,6 +107,8 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
   fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
   fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
   const api = await KubeApiStandIn.start();
+  // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
+  api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE } });
   const kubeconfig = path.join(dir, 'kubeconfig');
   await api.writeKubeconfig(kubeconfig);
   const kubelet = await KubeletSimulator.start({ dir: path.join(dir, 'kubelet') });
@@ -67,6 +116,7 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs(),
       path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'),
       ...sandboxFlags(dir, { kubeconfig, listWatchPeriod: 5 }),
       '-logLevel=2',
@@ -93,8 +143,14 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
     resource,
     async close() {
       control.close();
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        // a wedged agent must not wedge the bench: SIGKILL after 15 s
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }
       await kubelet.close();
       await api.stop();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -103,7 +159,13 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
 }
 
 function summary(v: number[]): { p50: number; p99: number; max: number } {
+  if (v.length === 0) return { p50: NaN, p99: NaN, max: NaN };
   return { p50: percentile(v, 50), p99: percentile(v, 99), max: Math.max(...v) };
+}
+
+async function dcmiCalls(control: MockControlClient): Promise<number> {
+  const c = (await control.state()).counters.callsByName;
+  return Object.values(c).reduce((a, b) => a + b, 0);
 }
 
 function cpuTicks(pid: number): number {
@@ -123,10 +185,35 @@ export async function benchE2e(
 ): Promise<E2eResult> {
   const total = options.faults ?? 1000;
   const idleSeconds = options.idleSeconds ?? 60;
-  const sb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'));
   const faultMs: number[] = [];
   const recoveryMs: number[] = [];
   const configMapMs: number[] = [];
+  if (total > 0) await benchFaults(log, total, faultMs, recoveryMs, configMapMs);
+  const idle = idleSeconds > 0 ? await benchIdle(idleSeconds) : undefined;
+  const stormSeconds = options.stormSeconds ?? Number(process.env.BENCH_STORM_SECONDS ?? 60);
+  const stormRate = options.stormRatePerSec ?? Number(process.env.BENCH_STORM_RATE ?? 5000);
+  const storm = stormSeconds > 0 ? await benchStorm(log, stormSeconds, stormRate) : undefined;
+  const f = summary(faultMs);
+  return {
+    faults: faultMs.length,
+    faultMs: f,
+    recoveryMs: summary(recoveryMs),
+    configMapMs: { p50: percentile(configMapMs, 50), p99: percentile(configMapMs, 99), samples: configMapMs.length },
+    ratioVsUpstreamTick: 1000 / f.p99,
+    ratioVsUpstreamPoll: 5000 / f.p99,
+    ...(idle ? { idle } : {}),
+    ...(storm ? { storm } : {}),
+  };
+}
+
+async function benchFaults(
+  log: (line: string) => void,
+  total: number,
+  faultMs: number[],
+  recoveryMs: number[],
+  configMapMs: number[],
+): Promise<void> {
+  const sb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'));
   const cmType = sb.api.resourceType('', 'configmaps');
   const cmName = deviceInfoConfigMapName(NODE);
   const cmShows = (id: string): boolean => {
@@ -170,38 +257,186 @@ export async function benchE2e(
   } finally {
     await sb.close();
   }
+}
 
+const sleepMs = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function benchIdle(idleSeconds: number): Promise<NonNullable<E2eResult['idle']>> {
   const idleSb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910a3-16chip.json'));
-  let idle: E2eResult['idle'];
   try {
-    await new Promise((r) => setTimeout(r, 3000));
+    await sleepMs(3000);
     const pid = idleSb.child.pid!;
     const hz = 100; // USER_HZ
+    const calls0 = await dcmiCalls(idleSb.control);
     const c0 = cpuTicks(pid);
     const t0 = performance.now();
     let rss = 0;
+    let last = NaN;
     for (let s = 0; s < idleSeconds; s++) {
-      await new Promise((r) => setTimeout(r, 1000));
-      rss = Math.max(rss, rssMiB(pid));
+      await sleepMs(1000);
+      last = rssMiB(pid);
+      rss = Math.max(rss, last);
     }
     const seconds = (performance.now() - t0) / 1000;
-    idle = {
+    const cpuPercent = ((cpuTicks(pid) - c0) / hz / seconds) * 100;
+    const calls = (await dcmiCalls(idleSb.control)) - calls0 - 1; // minus the first `state` (not a DCMI call)
+    return {
       chips: idleSb.kubelet.devices(idleSb.resource)?.length ?? 0,
       seconds,
-      cpuPercent: ((cpuTicks(pid) - c0) / hz / seconds) * 100,
+      cpuPercent,
       rssMiB: rss,
+      rssEndMiB: last,
+      dcmiCallsPerSec: Math.max(0, calls) / seconds,
     };
   } finally {
     await idleSb.close();
   }
-  const f = summary(faultMs);
-  return {
-    faults: faultMs.length,
-    faultMs: f,
-    recoveryMs: summary(recoveryMs),
-    configMapMs: { p50: percentile(configMapMs, 50), p99: percentile(configMapMs, 99), samples: configMapMs.length },
-    ratioVsUpstreamTick: 1000 / f.p99,
-    ratioVsUpstreamPoll: 5000 / f.p99,
-    idle,
-  };
+}
+
+/**
+ * Fault → kubelet Unhealthy on each of `logicIds` in turn, `rounds` times; after each round every chip recovers
+ * (in parallel: a recovery is held 1 s, spec D.4).
+ */
+async function faultLatency(sb: Sandbox, logicIds: readonly number[], rounds: number): Promise<number[]> {
+  const health = (id: string): string | undefined => sb.kubelet.devices(sb.resource)?.find((d) => d.ID === id)?.health;
+  const out: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const logicId of logicIds) {
+      const id = `Ascend910-${logicId}`;
+      const t0 = performance.now();
+      await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion: 'occur' });
+      await sb.kubelet.waitFor(() => health(id) === 'Unhealthy', `${id} Unhealthy`, 10_000);
+      out.push(performance.now() - t0);
+    }
+    await Promise.all(
+      logicIds.map(async (logicId) => {
+        const id = `Ascend910-${logicId}`;
+        await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion: 'recover' });
+        await sb.kubelet.waitFor(() => health(id) === 'Healthy', `${id} Healthy`, 10_000);
+      }),
+    );
+  }
+  return out;
+}
+
+/** Differences between the mock's code lists and the agent's kubelet view and ConfigMap; empty when exact. */
+async function compareFinal(sb: Sandbox): Promise<string[]> {
+  const state = await sb.control.state();
+  const cmType = sb.api.resourceType('', 'configmaps');
+  const cm = (
+    sb.api.store.get(cmType, DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName(NODE)) as
+      { data?: Record<string, string> } | undefined
+  )?.data?.[KEY_DEVICE_INFO];
+  const list = cm
+    ? (JSON.parse(cm) as { DeviceInfo: { DeviceList: Record<string, string> } }).DeviceInfo.DeviceList
+    : undefined;
+  const cmUnhealthy = new Set((list?.[`${sb.resource}-Unhealthy`] ?? '').split(',').filter((x) => x !== ''));
+  const devices = sb.kubelet.devices(sb.resource) ?? [];
+  const out: string[] = [];
+  if (!list) out.push('no device-info ConfigMap');
+  for (const chip of state.chips) {
+    const id = `Ascend910-${chip.phyId}`;
+    const want = chip.errorCodes.length > 0 ? 'Unhealthy' : 'Healthy';
+    const kubelet = devices.find((d) => d.ID === id)?.health;
+    if (kubelet !== want) out.push(`${id}: kubelet ${kubelet ?? 'absent'}, mock codes [${chip.errorCodes.join(',')}]`);
+    if (cmUnhealthy.has(id) !== (want === 'Unhealthy')) {
+      out.push(`${id}: ConfigMap ${cmUnhealthy.has(id) ? 'Unhealthy' : 'not Unhealthy'}, mock ${want}`);
+    }
+  }
+  return out;
+}
+
+async function benchStorm(log: (line: string) => void, seconds: number, rate: number): Promise<StormResult> {
+  log('e2e storm: starting the agent (16 chips)');
+  const sb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910a3-16chip.json'));
+  const extra: MockControlClient[] = [];
+  try {
+    const pid = sb.child.pid!;
+    const chips = (await sb.control.state()).chips.map((c) => c.logicId);
+    const latencyChips = chips.filter((c) => c % 2 === 0); // even chips end healthy
+    await sleepMs(2000);
+    log('e2e storm: fault latency before the storm');
+    const before = await faultLatency(sb, latencyChips, 10);
+    const rssBefore = rssMiB(pid);
+    // One connection per chip: a connection's later requests wait for its burst.
+    const perChip = rate / chips.length;
+    const count = Math.max(1, Math.round(perChip * seconds));
+    const controlPath = path.join(sb.dir, 'mock.sock');
+    while (extra.length < chips.length) extra.push(await MockControlClient.connect(controlPath));
+    log(`e2e storm: ${chips.length} chips x ${count} events at ${perChip.toFixed(1)}/s each (${seconds} s)`);
+    let rssMax = rssBefore;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        await sleepMs(1000);
+        if (sb.child.exitCode === null) rssMax = Math.max(rssMax, rssMiB(pid));
+      }
+    })();
+    const c0 = cpuTicks(pid);
+    const t0 = performance.now();
+    const replies = await Promise.all(
+      chips.map((logicId, i) =>
+        extra[i]!.expectOk({
+          op: 'burst',
+          logicId,
+          eventId: CODE,
+          assertion: 'occur',
+          count,
+          ratePerSec: perChip,
+        }),
+      ),
+    );
+    const stormSeconds = (performance.now() - t0) / 1000;
+    const cpuPercent = ((cpuTicks(pid) - c0) / 100 / stormSeconds) * 100;
+    sampling = false;
+    await sampler;
+    const fired = replies.reduce((a, r) => a + Number(r.fired), 0);
+    let crashed = sb.child.exitCode !== null;
+    // The known final set: even chips recover the code (one event each), odd chips keep it.
+    if (!crashed) {
+      for (const logicId of chips) {
+        if (logicId % 2 === 0) {
+          await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion: 'recover' });
+        }
+      }
+    }
+    log(`e2e storm: ${fired} events delivered; waiting for the final state`);
+    const tSettle = performance.now();
+    let mismatches: string[] = ['not compared'];
+    const settleDeadline = tSettle + 60_000;
+    while (!crashed && performance.now() < settleDeadline) {
+      mismatches = await compareFinal(sb);
+      if (mismatches.length === 0) break;
+      await sleepMs(100);
+      crashed = sb.child.exitCode !== null;
+    }
+    const settleMs = performance.now() - tSettle;
+    const after = crashed ? [] : await faultLatency(sb, latencyChips, 10);
+    crashed ||= sb.child.exitCode !== null;
+    return {
+      chips: chips.length,
+      seconds: stormSeconds,
+      fired,
+      ratePerSec: fired / stormSeconds,
+      crashed,
+      finalStateExact: !crashed && mismatches.length === 0,
+      settleMs,
+      mismatches: mismatches.slice(0, 20),
+      rssMiB: { before: rssBefore, max: rssMax, after: crashed ? NaN : rssMiB(pid) },
+      cpuPercent,
+      latencyBeforeMs: summary(before),
+      latencyAfterMs: summary(after),
+    };
+  } finally {
+    for (const c of extra) c.close();
+    await sb.close();
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(PROJECT_ROOT, 'bench', 'e2e.ts')) {
+  const result = await benchE2e((line) => process.stderr.write(`${line}\n`), {
+    faults: Number(process.env.BENCH_FAULTS ?? 1000),
+    idleSeconds: Number(process.env.BENCH_IDLE_SECONDS ?? 60),
+  });
+  process.stdout.write(`${JSON.stringify({ bench: 'e2e', ...result })}\n`);
 }
