@@ -7,6 +7,7 @@ import { benchFaultCallback } from './fault-callback.js';
 import { benchKubelet } from './kubelet.js';
 import { benchFaultEngine } from './fault-engine.js';
 import { benchConfigMap } from './configmap.js';
+import { benchE2e } from './e2e.js';
 import { benchFaultCenter } from './fault-center.js';
 import { benchPublicFault } from './public-fault.js';
 import { fmt } from './stats.js';
@@ -73,3 +74,28 @@ log(
     `state change -> ConfigMap p50 ${fmt(cm.delayP50Ms, 0)} ms, p99 ${fmt(cm.delayP99Ms, 0)} ms (target <= 1100 ms)`,
 );
 log(JSON.stringify({ bench: 'configmap', ...cm }));
+
+log('e2e: the built agent as a child process on the mock library, kubelet simulator and API stand-in (needs dist/)');
+const e2e = await benchE2e(log, {
+  faults: Number(process.env.BENCH_FAULTS ?? 1000),
+  idleSeconds: Number(process.env.BENCH_IDLE_SECONDS ?? 60),
+});
+log(
+  `  fault -> kubelet Unhealthy: p50 ${fmt(e2e.faultMs.p50)} ms, p99 ${fmt(e2e.faultMs.p99)} ms (target < 20 ms; ` +
+    `${fmt(e2e.ratioVsUpstreamTick, 0)}x upstream's 1 s tick, ${fmt(e2e.ratioVsUpstreamPoll, 0)}x its 5 s poll); ` +
+    `fault -> ConfigMap p99 ${fmt(e2e.configMapMs.p99, 0)} ms (target <= 1200 ms)`,
+);
+if (e2e.idle) {
+  log(
+    `  idle ${e2e.idle.chips} chips ${e2e.idle.seconds} s: CPU ${fmt(e2e.idle.cpuPercent, 2)} % of a core (target < 1 %), ` +
+      `RSS max ${fmt(e2e.idle.rssMiB, 0)} MiB, settled ${fmt(e2e.idle.rssEndMiB, 0)} MiB (target ~100 MiB)`,
+  );
+}
+if (e2e.storm) {
+  const st = e2e.storm;
+  log(
+    `  storm ${fmt(st.ratePerSec, 0)} events/s for ${st.seconds} s: crashed ${st.crashed}, final state exact ${st.finalStateExact} ` +
+      `(after ${fmt(st.settleMs, 0)} ms), RSS ${fmt(st.rssMiB.before, 0)} -> max ${fmt(st.rssMiB.max, 0)} MiB, CPU ${fmt(st.cpuPercent, 0)} %`,
+  );
+}
+log(JSON.stringify({ bench: 'e2e', ...e2e }));
