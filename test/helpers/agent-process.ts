@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
-import { DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName } from '../../src/kube/device-info.js';
+import { DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { KubeletSimulator } from '../../src/sim/kubelet.js';
 import { MockControlClient } from '../../src/sim/mock-control.js';
@@ -17,6 +17,24 @@ import { makeDeviceNodes, sandboxFlags } from '../../src/sim/simulate.js';
 export const AGENT_JS = path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js');
 export const NODE_NAME = 'it-node';
 export const RESOURCE = 'huawei.com/Ascend910';
+export const UNHEALTHY_KEY = `${RESOURCE}-Unhealthy`;
+export const NETWORK_UNHEALTHY_KEY = `${RESOURCE}-NetworkUnhealthy`;
+/** SeparateNPU (faultCode.json), not in any FaultFrequency rule. */
+export const SEPARATE_CODE = '80E3A201';
+/** RestartNPU with FaultFrequency Times 2 → ManuallySeparateNPU (packaged faultCustomization.json). */
+export const FREQUENCY_CODE = '80B78000';
+
+/** The `DeviceList` of the sandbox's device-info ConfigMap, or undefined before the first write. */
+export function deviceList(s: AgentSandbox): Record<string, string> | undefined {
+  const cfg = s.deviceInfo()?.data?.[KEY_DEVICE_INFO];
+  if (!cfg) return undefined;
+  return (JSON.parse(cfg) as { DeviceInfo: { DeviceList: Record<string, string> } }).DeviceInfo.DeviceList;
+}
+
+/** Whether the comma-separated device list `value` names `name`. */
+export function listed(value: string | undefined, name: string): boolean {
+  return (value ?? '').split(',').includes(name);
+}
 
 export interface Exit {
   code: number | null;

@@ -7,10 +7,7 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import { KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
 import { LABEL_RECOVER } from '../../src/kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, ANNOTATION_KLT_DEV, ANNOTATION_RANK_TABLE_910 } from '../../src/kube/pod-annotator.js';
-import { AgentSandbox, NODE_NAME, RESOURCE } from '../helpers/agent-process.js';
-
-/** SeparateNPU (faultCode.json), not in any FaultFrequency rule. */
-const SEPARATE_CODE = '80E3A201';
+import { AgentSandbox, NODE_NAME, RESOURCE, SEPARATE_CODE } from '../helpers/agent-process.js';
 
 let sb: AgentSandbox | undefined;
 

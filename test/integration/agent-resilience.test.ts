@@ -7,14 +7,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { KEY_DEVICE_INFO, KEY_MANUALLY_SEPARATE } from '../../src/kube/device-info.js';
-import { AgentSandbox, NODE_NAME, RESOURCE, runAgentOnce } from '../helpers/agent-process.js';
+import { KEY_MANUALLY_SEPARATE } from '../../src/kube/device-info.js';
+import {
+  AgentSandbox,
+  deviceList,
+  FREQUENCY_CODE,
+  listed,
+  NODE_NAME,
+  RESOURCE,
+  runAgentOnce,
+  SEPARATE_CODE,
+  UNHEALTHY_KEY,
+} from '../helpers/agent-process.js';
 
-const UNHEALTHY_KEY = `${RESOURCE}-Unhealthy`;
-/** SeparateNPU (faultCode.json), not in any FaultFrequency rule. */
-const SEPARATE_CODE = '80E3A201';
-/** RestartNPU with FaultFrequency Times 2 → ManuallySeparateNPU (packaged faultCustomization.json). */
-const FREQUENCY_CODE = '80B78000';
 const CARD_DROP_CODE = '40F84E00';
 
 let sb: AgentSandbox | undefined;
@@ -23,16 +28,6 @@ afterEach(async () => {
   await sb?.close();
   sb = undefined;
 });
-
-function deviceList(s: AgentSandbox): Record<string, string> | undefined {
-  const cfg = s.deviceInfo()?.data?.[KEY_DEVICE_INFO];
-  if (!cfg) return undefined;
-  return (JSON.parse(cfg) as { DeviceInfo: { DeviceList: Record<string, string> } }).DeviceInfo.DeviceList;
-}
-
-function listed(value: string | undefined, name: string): boolean {
-  return (value ?? '').split(',').includes(name);
-}
 
 describe('spec D.5 card drop (0x40F84E00)', () => {
   test('a dropped card is Unhealthy with 40F84E00 in the ConfigMap; restoring it makes the chip Healthy', async () => {

@@ -10,14 +10,18 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
 import { KEY_DEVICE_INFO, KEY_MANUALLY_SEPARATE, verifyDeviceInfoCfg } from '../../src/kube/device-info.js';
 import { operatorRelease } from '../../src/sim/simulate.js';
-import { AgentSandbox, NODE_NAME, RESOURCE, runAgentOnce } from '../helpers/agent-process.js';
-
-const UNHEALTHY_KEY = `${RESOURCE}-Unhealthy`;
-const NETWORK_UNHEALTHY_KEY = `${RESOURCE}-NetworkUnhealthy`;
-/** SeparateNPU (faultCode.json), not in any FaultFrequency rule. */
-const SEPARATE_CODE = '80E3A201';
-/** RestartNPU with FaultFrequency Times 2 → ManuallySeparateNPU (packaged faultCustomization.json). */
-const FREQUENCY_CODE = '80B78000';
+import {
+  AgentSandbox,
+  deviceList,
+  FREQUENCY_CODE,
+  listed,
+  NETWORK_UNHEALTHY_KEY,
+  NODE_NAME,
+  RESOURCE,
+  runAgentOnce,
+  SEPARATE_CODE,
+  UNHEALTHY_KEY,
+} from '../helpers/agent-process.js';
 
 let sb: AgentSandbox | undefined;
 
@@ -25,16 +29,6 @@ afterEach(async () => {
   await sb?.close();
   sb = undefined;
 });
-
-function deviceList(s: AgentSandbox): Record<string, string> | undefined {
-  const cfg = s.deviceInfo()?.data?.[KEY_DEVICE_INFO];
-  if (!cfg) return undefined;
-  return (JSON.parse(cfg) as { DeviceInfo: { DeviceList: Record<string, string> } }).DeviceInfo.DeviceList;
-}
-
-function listed(value: string | undefined, name: string): boolean {
-  return (value ?? '').split(',').includes(name);
-}
 
 describe('spec A.2 start-up and registration', () => {
   test('registers huawei.com/Ascend910 with the 8 chips of the scenario, all Healthy', async () => {
