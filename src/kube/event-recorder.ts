@@ -82,6 +82,9 @@ export class KubeEventRecorder implements EventSink {
   #samples: string[] = [];
   #droppedTotal = 0;
   #closed = false;
+  /** Events handed to the limiter that have neither started nor been refused (see {@link record}). */
+  #waiting = 0;
+  readonly #maxWaiting: number;
   readonly #stats: EventRecorderStats = { created: 0, limited: 0, summaries: 0, failed: 0 };
 
   constructor(options: KubeEventRecorderOptions) {
@@ -90,6 +93,7 @@ export class KubeEventRecorder implements EventSink {
     this.#log = options.logger ?? NOOP_LOGGER;
     const per = options.perInterval ?? 10;
     const burst = options.burst ?? per;
+    this.#maxWaiting = burst + 1;
     this.#limiter = new Bottleneck({
       reservoir: burst,
       reservoirIncreaseAmount: 1,
@@ -110,9 +114,29 @@ export class KubeEventRecorder implements EventSink {
   /** Offers an Event to the limiter; returns at once. */
   record(event: AgentEvent): void {
     if (this.#closed) return;
+    // Bottleneck admits jobs one at a time behind an unbounded internal lock (one timer turn each) and applies
+    // highWater only after it: under a fault storm that lock held every Event with its promises and closures
+    // (RSS without bound). At most `burst` jobs can take a token and one more may wait; beyond that the limiter
+    // would refuse the Event anyway, so it is refused here at once.
+    if (this.#waiting >= this.#maxWaiting) {
+      this.#limited(event);
+      this.#maybeSummarise();
+      return;
+    }
+    this.#waiting++;
+    let left = false;
+    const leave = (): void => {
+      if (left) return;
+      left = true;
+      this.#waiting--;
+    };
     this.#limiter
-      .schedule(() => this.#create(event))
+      .schedule(() => {
+        leave();
+        return this.#create(event);
+      })
       .catch((e: unknown) => {
+        leave();
         if (e instanceof Bottleneck.BottleneckError) this.#limited(event);
         else this.#log.error({ error: String(e) }, 'event recorder failed');
       })
@@ -141,7 +165,7 @@ export class KubeEventRecorder implements EventSink {
     this.#droppedTotal++;
     this.#dropped.set(event.reason, (this.#dropped.get(event.reason) ?? 0) + 1);
     if (this.#samples.length < (this.#o.summarySamples ?? 10)) this.#samples.push(event.brief ?? event.reason);
-    this.#log.info({ reason: event.reason, brief: event.brief }, 'event over the rate limit; counted in a summary');
+    this.#log.debug({ reason: event.reason, brief: event.brief }, 'event over the rate limit; counted in a summary');
   }
 
   #maybeSummarise(): void {

@@ -94,6 +94,21 @@ describe('K.1 rate limit with a summary of what was left out', () => {
   });
 });
 
+describe('K.1 rate limit under a fault storm', () => {
+  test('K.1 Events beyond the bucket are refused at once, not held behind the limiter', () => {
+    rec = new KubeEventRecorder({
+      api: core,
+      nodeName: 'node-a',
+      podName: 'agent-x',
+      perInterval: 3,
+      intervalMs: 60_000,
+    });
+    for (let i = 0; i < 10_000; i++) rec.record(occur(i % 16, 1000 + i));
+    // at most the bucket (3) plus one waiter are handed to the limiter; every other Event is counted at once
+    expect(rec.stats.limited).toBeGreaterThanOrEqual(10_000 - 4);
+  });
+});
+
 describe('K.2 and ours', () => {
   test('K.2 the release event message is the removed reasons in the G.5 format', () => {
     const e = releaseUpgradeFaultEvent(
