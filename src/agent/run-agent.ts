@@ -669,6 +669,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     mgr.on('sendFailed', (e: { resourceName: string }) =>
       metrics.listAndWatchSends.inc({ resource: e.resourceName, result: 'failed' }),
     );
+    mgr.on('reportSent', (e: { resourceName: string }) =>
+      metrics.listAndWatchSends.inc({ resource: e.resourceName, result: 'ok' }),
+    );
+    mgr.on('allocated', (e: { resourceName: string; ms: number }) =>
+      metrics.allocateLatency.observe({ resource: e.resourceName }, e.ms / 1000),
+    );
     try {
       await mgr.start();
     } catch (err) {

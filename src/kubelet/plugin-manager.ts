@@ -91,6 +91,7 @@ export interface ServerStatus {
 
 /**
  * Owns the servers and the registration loop. Events: `registered` ({@link RegisteredEvent}),
+ * `reportSent` ({ deviceType, resourceName }), `allocated` ({ deviceType, resourceName, ms, ok }),
  * `registerFailed` ({ deviceType, error }), `waiting` ({ what }), `sendFailed` ({ deviceType, resourceName,
  * consecutive }: a ListAndWatch report failed after all its attempts).
  */
@@ -160,6 +161,9 @@ export class DevicePluginManager extends EventEmitter {
             events: {
               streamEnded: (s) => this.#onStreamEnded(s),
               sendFailed: (s, n) => this.#onSendFailed(s, n),
+              reportSent: (s) => this.emit('reportSent', { deviceType: s.deviceType, resourceName: s.resourceName }),
+              allocated: (s, ms, ok) =>
+                this.emit('allocated', { deviceType: s.deviceType, resourceName: s.resourceName, ms, ok }),
             },
           },
         ),

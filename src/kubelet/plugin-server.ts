@@ -55,6 +55,10 @@ export interface PluginServerEvents {
   streamEnded?(server: DevicePluginServer): void;
   /** A report to kubelet failed after all attempts; `consecutive` failed reports so far (spec C.1, A.5). */
   sendFailed?(server: DevicePluginServer, consecutive: number): void;
+  /** A report reached every open ListAndWatch stream (for metrics). */
+  reportSent?(server: DevicePluginServer): void;
+  /** An Allocate finished; `ms` is its duration and `ok` whether it was answered without an error (for metrics). */
+  allocated?(server: DevicePluginServer, ms: number, ok: boolean): void;
 }
 
 interface Stream {
@@ -223,6 +227,7 @@ export class DevicePluginServer {
     this.#lastSendFailed = !ok;
     if (ok) {
       this.#consecutiveFailures = 0;
+      this.#events.reportSent?.(this);
       return;
     }
     this.#consecutiveFailures++;
@@ -269,9 +274,16 @@ export class DevicePluginServer {
         }
       },
       Allocate: (call, callback) => {
+        const started = performance.now();
         this.#allocate(call.request).then(
-          (res) => callback(null, res),
-          (err: unknown) => callback(this.#toStatus(err, 'Allocate')),
+          (res) => {
+            this.#events.allocated?.(this, performance.now() - started, true);
+            callback(null, res);
+          },
+          (err: unknown) => {
+            this.#events.allocated?.(this, performance.now() - started, false);
+            callback(this.#toStatus(err, 'Allocate'));
+          },
         );
       },
       PreStartContainer: (_call, callback) => {
