@@ -5,7 +5,7 @@
  * {@link AgentStartError} to the exit status, and tests and `simulate` can run the agent in-process.
  */
 import path from 'node:path';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { PROJECT_ROOT } from '../dcmi/bindings.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
@@ -27,6 +27,8 @@ import { restoreEngine, type RestoreResult } from '../kube/engine-startup.js';
 import { EngineStatePersistence } from '../kube/engine-state-persistence.js';
 import { deviceInfoViewOf } from '../kube/engine-view.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
+import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
+import type { WatchFn } from '../kube/list-watch.js';
 import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
@@ -67,7 +69,8 @@ export interface AgentDeps {
   readonly registry?: Registry;
   readonly clock?: Clock;
   /**
-   * API server access: a KubeConfig, `null` for none; absent = `-kubeconfig`, else in-cluster, else `$KUBECONFIG`.
+   * API server access through client-node: a KubeConfig, `null` for none; absent = the agent's own client
+   * (`KubeClient`) on `-kubeconfig`, else in-cluster, else `$KUBECONFIG` (see {@link loadKube}).
    */
   readonly kubeConfig?: k8s.KubeConfig | null;
   /** Called when the kubelet layer gives up (15 consecutive failed sends). */
@@ -156,30 +159,51 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** `-kubeconfig`, else in-cluster, else `$KUBECONFIG`; undefined when none applies. Unreadable → exit 2. */
-export function loadKubeConfig(
+/** The API server as the kube layer uses it: the CoreV1 calls and the watch. */
+export interface KubeBackend {
+  readonly core: AgentCoreApi;
+  readonly watch: WatchFn;
+  /** `built-in` (KubeClient) or `client-node`, and where the access came from (for the log). */
+  readonly client: 'built-in' | 'client-node';
+  readonly from: string;
+  close(): void;
+}
+
+/** client-node's CoreV1Api and Watch over `kc` (client-node is loaded here, not with this module). */
+export async function clientNodeBackend(kc: k8s.KubeConfig, from = 'kubeconfig'): Promise<KubeBackend> {
+  const m = await import('@kubernetes/client-node');
+  const watcher = new m.Watch(kc);
+  return {
+    core: kc.makeApiClient(m.CoreV1Api),
+    watch: (p, q, cb, done) => watcher.watch(p, q, cb, done),
+    client: 'client-node',
+    from,
+    close: () => undefined,
+  };
+}
+
+/**
+ * `-kubeconfig`, else in-cluster, else `$KUBECONFIG`; undefined when none applies. Unreadable → exit 2. The agent's
+ * own client serves it unless the kubeconfig needs an authenticator only client-node has (exec, auth-provider, ...).
+ */
+export async function loadKube(
   flag: string,
   env: Readonly<Record<string, string | undefined>>,
-): k8s.KubeConfig | undefined {
-  const kc = new k8s.KubeConfig();
+): Promise<KubeBackend | undefined> {
   try {
-    if (flag !== '') {
-      kc.loadFromFile(flag);
-      return kc;
+    const source = loadKubeAccess(flag, env);
+    if (source === undefined) return undefined;
+    if (source.kind === 'access') {
+      const c = new KubeClient(source.access);
+      return { core: c, watch: c.watch, client: 'built-in', from: source.from, close: () => c.close() };
     }
-    if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
-      kc.loadFromCluster();
-      return kc;
-    }
-    const file = env.KUBECONFIG;
-    if (file) {
-      kc.loadFromFile(file.split(path.delimiter)[0]!);
-      return kc;
-    }
+    const m = await import('@kubernetes/client-node');
+    const kc = new m.KubeConfig();
+    kc.loadFromFile(source.file);
+    return await clientNodeBackend(kc, `${source.file} (${source.reason})`);
   } catch (err) {
     throw new AgentStartError(`cannot load the kubeconfig: ${message(err)}`, EXIT.BAD_CONFIG);
   }
-  return undefined;
 }
 
 /** Resolves, opens and initialises DCMI (exit 3 when unusable), enumerates the chips. */
@@ -318,9 +342,18 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.push({ what: 'fault-config files', run: () => files.close() });
 
     // 4. Kubernetes API (never waited on longer than apiTimeout; the kubelet path does not depend on it).
-    const kc = deps.kubeConfig === undefined ? loadKubeConfig(flags.kubeconfig, env) : (deps.kubeConfig ?? undefined);
-    if (!kc) log.warn('no kubeconfig (-kubeconfig, in-cluster or $KUBECONFIG): ConfigMap, Events and pods are off');
-    const core = kc?.makeApiClient(k8s.CoreV1Api);
+    const kube =
+      deps.kubeConfig === undefined
+        ? await loadKube(flags.kubeconfig, env)
+        : deps.kubeConfig
+          ? await clientNodeBackend(deps.kubeConfig)
+          : undefined;
+    if (!kube) log.warn('no kubeconfig (-kubeconfig, in-cluster or $KUBECONFIG): ConfigMap, Events and pods are off');
+    else {
+      log.info({ client: kube.client, from: kube.from }, 'Kubernetes API client');
+      cleanups.push({ what: 'kube client', run: () => kube.close() });
+    }
+    const core = kube?.core;
     const events = core
       ? new KubeEventRecorder({
           api: core,
@@ -331,10 +364,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       : undefined;
     if (events) cleanups.push({ what: 'events', run: () => withTimeout(events.close(), 2000, undefined) });
     let policySource: FaultConfigSource = files;
-    if (core && kc) {
+    if (core && kube) {
       const cmSource = new FaultConfigConfigMapSource({
         api: core,
-        watch: kc,
+        watch: kube.watch,
         files,
         logger: log,
         ...(events ? { events } : {}),
@@ -364,7 +397,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       return r;
     };
     if (live) restored = restore(live);
-    else if (!kc) {
+    else if (!kube) {
       // No API server at all: the state file alone (the ConfigMap cannot have changed meanwhile as far as we know).
       const persisted = persistence.load();
       if (persisted?.confirmedManual != null) {
@@ -431,7 +464,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       cmFailuresSeen = Math.max(cmFailuresSeen, failed);
       metrics.configMapQueueDepth.set(st.pendingSinceMs !== undefined ? 1 : 0);
     };
-    if (core && kc) {
+    if (core && kube) {
       labeler = new NodeLabeler({
         api: core,
         nodeName: config.nodeName,
@@ -444,7 +477,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         }),
         baseDeviceInfos: chipAddresses,
         autoStowing: flags.autoStowing,
-        watch: kc,
+        watch: kube.watch,
         logger: log,
       });
       const lab = labeler;
@@ -466,7 +499,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       });
       const pub: DeviceInfoPublisher = new DeviceInfoPublisher({
         api: observed(core, () => syncConfigMapMetrics()),
-        watch: kc,
+        watch: kube.watch,
         nodeName: config.nodeName,
         runMode,
         logger: log,
@@ -491,7 +524,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       cleanups.push({ what: 'publisher', run: () => pub.stop() });
       pods = new PodCacheWatcher({
         api: core,
-        watch: kc,
+        watch: kube.watch,
         nodeName: config.nodeName,
         logger: log,
         onChange: () => {

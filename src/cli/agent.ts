@@ -9,7 +9,6 @@
 import { pino, type Logger as PinoLogger } from 'pino';
 import { AgentStartError, EXIT, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { LogFileError, createLogger } from '../observability/logger.js';
-import { runSimulate } from '../sim/simulate.js';
 import { agentUsage, effectiveConfig, parseAgentArgs } from './agent-flags.js';
 import { packageVersion } from './common.js';
 
@@ -54,8 +53,14 @@ async function flushLogger(log: PinoLogger): Promise<void> {
   });
 }
 
+/** `simulate`, loaded on demand: the stand-in and client-node stay out of the agent's memory. */
+async function simulate(argv: readonly string[]): Promise<number> {
+  const { runSimulate } = await import('../sim/simulate.js');
+  return runSimulate(argv, { out: process.stdout, err: process.stderr });
+}
+
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'simulate') return runSimulate(argv.slice(1), { out: process.stdout, err: process.stderr });
+  if (argv[0] === 'simulate') return simulate(argv.slice(1));
 
   const args = parseAgentArgs(argv, process.env);
   if (!args.ok) {
@@ -71,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(agentUsage());
     return EXIT.OK;
   }
-  if (args.command === 'simulate') return runSimulate(args.commandArgs, { out: process.stdout, err: process.stderr });
+  if (args.command === 'simulate') return simulate(args.commandArgs);
   const config = args.config!;
   let log: PinoLogger;
   try {

@@ -527,7 +527,12 @@ function limited(v: string | undefined): string {
 /** Who edited the object last, as far as `managedFields` tells; else the documented assumption. */
 function editorOf(cm: k8s.V1ConfigMap): string {
   const others = (cm.metadata?.managedFields ?? []).filter((f) => f.manager !== AGENT_FIELD_MANAGER);
-  others.sort((a, b) => (a.time?.getTime?.() ?? 0) - (b.time?.getTime?.() ?? 0));
+  // a Date from client-node, the API server's RFC 3339 string from KubeClient
+  const at = (f: k8s.V1ManagedFieldsEntry): number => {
+    const t = Date.parse(String((f.time as Date | string | undefined) ?? ''));
+    return Number.isNaN(t) ? 0 : t;
+  };
+  others.sort((a, b) => at(a) - at(b));
   const m = others.at(-1)?.manager;
   return m !== undefined ? `field manager "${m}"` : 'an operator (a client other than this agent)';
 }

@@ -4,7 +4,7 @@
  * informer cannot take a field selector (1.4.0), so this small loop does what it does: re-list on `410 Gone` or
  * after a failure (with backoff and jitter), re-watch from the last resourceVersion after a clean close.
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
 import { backoffDelay, statusOf, systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';
 
@@ -34,7 +34,10 @@ export interface ListWatchOptions<T> {
   readonly fieldSelector?: string;
   readonly labelSelector?: string;
   readonly list: () => Promise<ListResult<T>>;
-  /** client-node's watch (`new k8s.Watch(kc).watch`), or a kubeconfig to build it from. */
+  /**
+   * A watch function (`KubeClient.watch`, client-node's `new k8s.Watch(kc).watch`), or a client-node kubeconfig to
+   * build client-node's from (client-node is then loaded on the first watch, not with this module).
+   */
   readonly watch: WatchFn | k8s.KubeConfig;
   /** After every successful (re)list: the complete current set. */
   readonly onSync: (items: readonly T[]) => void;
@@ -64,11 +67,14 @@ export class ListWatch<T extends k8s.KubernetesObject> {
     this.#o = options;
     this.#clock = options.clock ?? systemQueueClock;
     const w = options.watch;
-    if (w instanceof k8s.KubeConfig) {
-      const watcher = new k8s.Watch(w);
-      this.#watch = (p, q, cb, done) => watcher.watch(p, q, cb, done);
-    } else {
+    if (typeof w === 'function') {
       this.#watch = w;
+    } else {
+      let watcher: Promise<k8s.Watch> | undefined;
+      this.#watch = async (p, q, cb, done) => {
+        watcher ??= import('@kubernetes/client-node').then((m) => new m.Watch(w));
+        return (await watcher).watch(p, q, cb, done);
+      };
     }
   }
 

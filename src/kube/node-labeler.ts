@@ -5,12 +5,13 @@
  * `-NetworkRecover` with their effect on the device-info lists (chips pending in `-Recover` are withheld from the
  * schedulable list, `-NetworkUnhealthy` stays sticky until the operator removes the chip from `-NetworkRecover`).
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
 import type { ChipKind } from '../kubelet/device-source.js';
 import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
 import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from './go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
+import { MERGE_PATCH } from './merge-patch.js';
 import { systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';
 
 export const LABEL_CHIP_NAME = 'node.kubernetes.io/npu.chip.name';
@@ -282,8 +283,6 @@ export interface NodeLabelerOptions {
   readonly refreshMs?: number;
 }
 
-const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-
 /** Counters. */
 export interface NodeLabelerStats {
   patches: number;
@@ -527,7 +526,7 @@ export class NodeLabeler {
     if (meta.labels && Object.keys(meta.labels).length > 0) metadata.labels = meta.labels;
     if (meta.annotations && Object.keys(meta.annotations).length > 0) metadata.annotations = meta.annotations;
     try {
-      const node = await this.#o.api.patchNode({ name: this.#o.nodeName, body: { metadata } }, MERGE);
+      const node = await this.#o.api.patchNode({ name: this.#o.nodeName, body: { metadata } }, MERGE_PATCH);
       this.stats.patches++;
       this.#observe(node);
     } catch (e) {

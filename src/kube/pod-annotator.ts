@@ -6,12 +6,13 @@
  * (the {@link PodCacheWatcher}); the agent's cycle ([E]) calls {@link PodAnnotator.annotate} with kubelet's
  * pod-resources answer.
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
 import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../kubelet/device-names.js';
 import type { PodCache, PodView } from '../kubelet/pod-cache.js';
 import type { PodDevices } from '../kubelet/podresources-client.js';
 import { joinSorted } from './device-info.js';
+import { MERGE_PATCH } from './merge-patch.js';
 import { goSlice, goStruct, marshalGo, type GoValue } from './go-json.js';
 import { statusOf, systemQueueClock, type QueueClock } from './write-queue.js';
 
@@ -117,7 +118,6 @@ export function rankTableJson(o: {
   );
 }
 
-const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const DONE_LIMIT = 20_000;
 
 /** Writes the spec I.3 annotations. */
@@ -222,7 +222,7 @@ export class PodAnnotator {
       try {
         await this.#o.api.patchNamespacedPod(
           { name: pod.name, namespace: pod.namespace, body: { metadata: { annotations } } },
-          MERGE,
+          MERGE_PATCH,
         );
         return true;
       } catch (e) {

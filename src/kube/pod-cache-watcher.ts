@@ -3,10 +3,11 @@
  * {@link PodCache} of [C]'s Allocate, and the "chip in use" input of the health rule "PreSeparateNPU while in use"
  * (D.7) and of the device-info schedulable list (H.3), read from the Volcano annotations (I.4).
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
 import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../kubelet/pod-cache.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
+import { MERGE_PATCH } from './merge-patch.js';
 import type { BackoffOptions, QueueClock } from './write-queue.js';
 
 /** Largest annotation value kept (rank tables of big pods stay far below). */
@@ -132,7 +133,7 @@ export class PodCacheWatcher implements PodCache {
         namespace: pod.namespace,
         body: { metadata: { annotations: { [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED } } },
       },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      MERGE_PATCH,
     );
     const cached = this.#pods.get(pod.uid);
     if (cached !== undefined)

@@ -1,0 +1,51 @@
+/**
+ * The agent's module graph stays small (idle RSS budget, bench/README.md): `dist/cli/agent.js` must not load
+ * client-node's index (every generated model and API, ≈ 60 MiB) nor the simulator. Checked with a resolve hook that
+ * records every module the program loads.
+ */
+import { describe, expect, test } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+
+const HOOKS = `
+import fs from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  fs.appendFileSync(process.env.MODULE_LOG, r.url + '\\n');
+  return r;
+}`;
+const REGISTER = `
+import { register } from 'node:module';
+register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));`;
+
+describe('agent module graph', () => {
+  test('dist/cli/agent.js loads neither client-node nor the simulator', () => {
+    const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-modules-')), 'modules.txt');
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        `data:text/javascript,${encodeURIComponent(REGISTER)}`,
+        path.join(PROJECT_ROOT, 'dist/cli/agent.js'),
+        '--version',
+      ],
+      { env: { PATH: process.env.PATH, MODULE_LOG: log }, encoding: 'utf8' },
+    );
+    expect(r.stdout).toContain('ascend-npu-agent');
+    const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect(urls.some((u) => u.endsWith('/dist/agent/run-agent.js'))).toBe(true);
+    expect(urls.some((u) => u.endsWith('/dist/kube/kube-client.js'))).toBe(true);
+    const clientNode = urls.filter((u) => u.includes('/@kubernetes/client-node/'));
+    // only the merge-patch option's two files (and the stub they import)
+    expect(clientNode.map((u) => u.replace(/.*\/@kubernetes\/client-node\//, '')).sort()).toEqual([
+      'dist/gen/rxjsStub.js',
+      'dist/middleware.js',
+      'dist/patch.js',
+    ]);
+    expect(urls.filter((u) => u.includes('/dist/sim/'))).toEqual([]);
+    fs.rmSync(path.dirname(log), { recursive: true, force: true });
+  });
+});
