@@ -206,6 +206,7 @@ export type AgentCoreApi = Pick<
   | 'createNamespacedConfigMap'
   | 'replaceNamespacedConfigMap'
   | 'listNamespacedConfigMap'
+  | 'listConfigMapForAllNamespaces'
   | 'createNamespacedEvent'
   | 'readNode'
   | 'listNode'
@@ -293,6 +294,12 @@ export class KubeClient implements AgentCoreApi {
 
   listNamespacedConfigMap(p: Param<'listNamespacedConfigMap'>): Promise<Answer<'listNamespacedConfigMap'>> {
     return this.#call('GET', () => `${ns(p.namespace)}/configmaps`, p);
+  }
+
+  listConfigMapForAllNamespaces(
+    p: Param<'listConfigMapForAllNamespaces'> = {},
+  ): Promise<Answer<'listConfigMapForAllNamespaces'>> {
+    return this.#call('GET', () => '/api/v1/configmaps', p);
   }
 
   createNamespacedEvent(p: Param<'createNamespacedEvent'>): Promise<Answer<'createNamespacedEvent'>> {

@@ -93,6 +93,21 @@ describe('calls against the stand-in', () => {
     expect(log.map((r) => r.verb)).toEqual(['create', 'get', 'update', 'create', 'list', 'list']);
   });
 
+  test('configmaps of all namespaces by label (the reset ConfigMaps, hot-reset §2.1)', async () => {
+    const labelled = (name: string, namespace: string, reset: boolean) => ({
+      metadata: { name, namespace, ...(reset ? { labels: { reset: 'true' } } : {}) },
+      data: {},
+    });
+    await client.createNamespacedConfigMap({ namespace: 'default', body: labelled('reset-config-a', 'default', true) });
+    await client.createNamespacedConfigMap({ namespace: 'team', body: labelled('reset-config-b', 'team', true) });
+    await client.createNamespacedConfigMap({ namespace: 'team', body: labelled('other', 'team', false) });
+    const l = await client.listConfigMapForAllNamespaces({ labelSelector: 'reset=true' });
+    expect(l.items.map((i) => `${i.metadata?.namespace}/${i.metadata?.name}`).sort()).toEqual([
+      'default/reset-config-a',
+      'team/reset-config-b',
+    ]);
+  });
+
   test('nodes: read, list, merge patch; pods: list for all namespaces, merge patch; Events: create', async () => {
     api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: 'n1', labels: { a: '1' } } });
     api.store.create(api.resourceType('', 'pods'), 'default', {
