@@ -93,9 +93,8 @@ export const AGENT_FLAGS = {
   hotReset: {
     kind: 'int',
     def: -1,
-    support: 'not-yet',
-    feature: 'chip hot reset (-hotReset 0 or 2)',
-    help: '-1 off; 0 and 2 offline reset engine',
+    support: 'yes',
+    help: '-1 off; 0 and 2 offline reset of idle rings; 1 task-aware reset plus offline (docs/hot-reset.md)',
   },
   shareDevCount: {
     kind: 'uint',
@@ -199,6 +198,14 @@ export const AGENT_FLAGS = {
   devDir: { kind: 'string', def: '/dev', support: 'yes', help: 'where device nodes are looked for' },
   sysDir: { kind: 'string', def: '/sys', support: 'yes', help: 'NUMA and PCI lookups' },
   hostRoot: { kind: 'string', def: '/', support: 'yes', help: 'prefix of the host folders the agent writes' },
+  resetTimePercent: {
+    kind: 'int',
+    def: 100,
+    min: 1,
+    max: 100,
+    support: 'yes',
+    help: 'percent of every fixed chip-reset wait and timeout (tests and demos shorten them; 100 in production)',
+  },
   linkQueryInterval: {
     kind: 'int',
     def: 300,
@@ -412,11 +419,9 @@ export function parseAgentArgs(
   if (!flags.presetVirtualDevice && flags.shareDevCount !== 1) {
     errors.push('-presetVirtualDevice=false requires -shareDevCount=1');
   }
-  // 5. hotReset
-  if (flags.hotReset === 1) {
-    errors.push(`${where('hotReset')}: mode 1 ("train online") was removed upstream; use -1, 0 or 2`);
-  } else if (![-1, 0, 2].includes(flags.hotReset)) {
-    errors.push(`${where('hotReset')} must be -1, 0 or 2`);
+  // 5. hotReset (hot-reset.md §1.2: mode 1, removed upstream in 2026-05, is restored here)
+  if (![-1, 0, 1, 2].includes(flags.hotReset)) {
+    errors.push(`${where('hotReset')} must be -1, 0, 1 or 2`);
   }
   // 6. (BuildScene: always "center" here) 7. linkdownTimeout 8. thirdPartyScanDelay 9. deviceResetTimeout
   inRange('linkdownTimeout');
@@ -434,6 +439,7 @@ export function parseAgentArgs(
   // Ours (architecture §4).
   inRange('linkQueryInterval');
   inRange('kubeletWaitTimeout');
+  inRange('resetTimePercent');
   for (const n of [
     'kubeletDir',
     'podResourcesSocket',

@@ -117,6 +117,7 @@ describe('A.1 ranges', () => {
     ['deviceResetTimeout', '9', '601'],
     ['shareDevCount', '0', '101'],
     ['linkQueryInterval', '0', '86401'],
+    ['resetTimePercent', '0', '101'],
     ['kubeletWaitTimeout', '0', '86401'],
   ];
   test.each(cases)('-%s rejects %s and %s, accepts both bounds', (name, low, high) => {
@@ -137,9 +138,9 @@ describe('A.1 ranges', () => {
     expect(errors(['-shareDevCount=-1'])).toEqual(['invalid unsigned integer value "-1" for -shareDevCount']);
   });
 
-  test('-hotReset 1 was removed upstream; other values outside {-1,0,2} are refused', () => {
-    expect(errors(['-hotReset=1'])).toEqual([expect.stringMatching(/removed upstream/)]);
-    expect(errors(['-hotReset=3'])).toEqual(['-hotReset=3 must be -1, 0 or 2']);
+  test('hot-reset §1.2 -hotReset accepts -1, 0, 1 (restored) and 2; other values are refused', () => {
+    for (const v of [-1, 0, 1, 2]) expect(ok([`-hotReset=${v}`]).flags.hotReset).toBe(v);
+    expect(errors(['-hotReset=3'])).toEqual(['-hotReset=3 must be -1, 0, 1 or 2']);
   });
 
   test('--healthz-address must be a port in [1025, 65535]', () => {
@@ -206,8 +207,6 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
 describe('A.1 features not built yet', () => {
   const notYet: [string, string][] = [
     ['presetVirtualDevice', 'false -volcanoType'],
-    ['hotReset', '0'],
-    ['hotReset', '2'],
     ['shareDevCount', '2'],
     ['fdFlag', 'true'],
     ['use310PMixedInsert', 'true'],
