@@ -95,6 +95,48 @@ function freezeChip(view: ChipView, chip: StoreChip): ChipState {
   return Object.freeze(state);
 }
 
+/**
+ * True when `a` and `b` would give the same `JSON.stringify` text (plain data: primitives, arrays, objects; key
+ * order counts, undefined properties are absent), without building the text.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) {
+    // Numbers JSON writes as null (NaN, ±Infinity) are equal to each other and to null.
+    const nullish = (v: unknown): boolean => v === null || (typeof v === 'number' && !Number.isFinite(v));
+    return nullish(a) && nullish(b);
+  }
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    if (a.length !== bb.length) return false;
+    for (let i = 0; i < a.length; i++) {
+      // JSON writes undefined (and functions) inside arrays as null
+      const x: unknown = a[i] === undefined ? null : a[i];
+      const y: unknown = bb[i] === undefined ? null : bb[i];
+      if (!sameJson(x, y)) return false;
+    }
+    return true;
+  }
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (k !== kb[i]) return false;
+    if (!sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+/** True when the view has the same content as the chip state made from an earlier view (its frozen copy). */
+function sameView(view: ChipView, state: ChipState): boolean {
+  for (const key of Object.keys(view) as (keyof ChipView)[]) {
+    if (!sameJson(view[key], state[key])) return false;
+  }
+  return true;
+}
+
 /** The one store. */
 export class NodeStateStore {
   readonly #engine: FaultEngine;
@@ -108,7 +150,10 @@ export class NodeStateStore {
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
   readonly #chipStates = new Map<number, ChipState>();
-  readonly #chipText = new Map<number, string>();
+  /** §3.10 health filter of the reset layer (hot-reset.md): chips reported Healthy / NetworkHealthy meanwhile. */
+  #resetHealthy: ReadonlySet<number> = new Set();
+  #resetNetworkHealthy: ReadonlySet<number> = new Set();
+  #overridesChanged = false;
   #state: NodeState;
   #queue: Op[] = [];
   #busy = false;
@@ -215,6 +260,39 @@ export class NodeStateStore {
     });
   }
 
+  /**
+   * The reset layer's health filter (hot-reset.md §3.10): while a task-aware reset runs, these chips are reported
+   * Healthy (and these NetworkHealthy) whatever the engine says; every output sees it in the same snapshot.
+   */
+  setResetOverrides(healthy: ReadonlySet<number>, networkHealthy: ReadonlySet<number>): void {
+    this.#submit({
+      cause: 'input',
+      input: () => {
+        this.#resetHealthy = new Set(healthy);
+        this.#resetNetworkHealthy = new Set(networkHealthy);
+        this.#overridesChanged = true;
+        return [];
+      },
+    });
+  }
+
+  /** The current reset overrides (for metrics and status). */
+  resetOverrides(): { healthy: ReadonlySet<number>; networkHealthy: ReadonlySet<number> } {
+    return { healthy: this.#resetHealthy, networkHealthy: this.#resetNetworkHealthy };
+  }
+
+  /** Engine views with the reset overrides applied (the device-info ConfigMap's view). */
+  withResetOverrides(views: readonly ChipView[]): ChipView[] {
+    return views.map((v) => this.#overridden(v));
+  }
+
+  #overridden(v: ChipView): ChipView {
+    const h = this.#resetHealthy.has(v.logicId) && v.health !== 'Healthy';
+    const n = this.#resetNetworkHealthy.has(v.logicId) && v.networkHealth !== 'Healthy';
+    if (!h && !n) return v;
+    return { ...v, ...(h ? { health: 'Healthy' as const } : {}), ...(n ? { networkHealth: 'Healthy' as const } : {}) };
+  }
+
   /** Any other engine input (e.g. the start-up restore done after `start`); a cycle follows at once. */
   applyInput(fn: (engine: FaultEngine) => Transition[]): void {
     this.#submit({ cause: 'input', input: () => fn(this.#engine) });
@@ -287,13 +365,15 @@ export class NodeStateStore {
   /** Rebuilds the frozen chip states whose engine view changed; returns the logic ids that differ. */
   #refreshChips(): number[] {
     const changed: number[] = [];
+    const all = this.#overridesChanged;
+    this.#overridesChanged = false;
     for (const c of this.#chips) {
-      const view = this.#engine.chipView(c.logicId);
-      if (!view || this.#seenViews.get(c.logicId) === view) continue;
-      this.#seenViews.set(c.logicId, view);
-      const text = JSON.stringify(view);
-      if (this.#chipText.get(c.logicId) === text) continue;
-      this.#chipText.set(c.logicId, text);
+      const raw = this.#engine.chipView(c.logicId);
+      if (!raw || (!all && this.#seenViews.get(c.logicId) === raw)) continue;
+      this.#seenViews.set(c.logicId, raw);
+      const view = this.#overridden(raw);
+      const published = this.#chipStates.get(c.logicId);
+      if (published !== undefined && sameView(view, published)) continue;
       this.#chipStates.set(c.logicId, freezeChip(view, c));
       changed.push(c.logicId);
     }
