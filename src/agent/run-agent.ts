@@ -33,6 +33,7 @@ import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
 import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
+import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../kube/reset-kube.js';
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
 import type { Logger } from '../kubelet/logger.js';
@@ -40,6 +41,10 @@ import { DevicePluginManager } from '../kubelet/plugin-manager.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.js';
 import { AgentMetrics } from '../observability/metrics.js';
+import { resetDcmiOf } from '../reset/dcmi-adapter.js';
+import { ResetRuntime } from '../reset/reset-runtime.js';
+import { deviceUsageOf } from '../reset/rings.js';
+import type { ChipResetView, ConfigMapApi, NodeAnnotationApi } from '../reset/types.js';
 import { managerName, runModeOf } from '../state/chip-kind.js';
 import { SYSTEM_CLOCK, type Clock } from '../state/clock.js';
 import { StoreDeviceSource } from '../state/device-source.js';
@@ -105,6 +110,8 @@ export interface AgentHandle {
   readonly metricsPort: number | undefined;
   /** The kubelet resource name, e.g. `huawei.com/Ascend910`. */
   readonly resourceName: string;
+  /** The chip-reset layer (docs/hot-reset.md). */
+  readonly reset: ResetRuntime;
   /** SIGHUP: restart every plugin server and register again. */
   reregister(reason: string): void;
   /** Orderly shutdown (idempotent): streams stopped, sockets removed, ConfigMap flushed (bounded), DCMI closed. */
@@ -448,7 +455,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     let pods: PodCacheWatcher | undefined;
     let labeler: NodeLabeler | undefined;
     let annotator: PodAnnotator | undefined;
-    const late: { manager?: DevicePluginManager } = {}; // the kubelet layer, created after the kube layer
+    // created after the kube layer: the kubelet layer and the reset layer
+    const late: { manager?: DevicePluginManager; reset?: ResetRuntime } = {};
     let rankChips: ReadonlyMap<number, RankChip> = new Map();
     const chipAddresses = (): readonly BaseDeviceInfo[] => {
       const a = readChipAddresses(dcmi, chips, kind, deviceType);
@@ -506,7 +514,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         ...(events ? { events } : {}),
         view: (now) =>
           lab.applyToView(
-            deviceInfoViewOf(engine.snapshot(), engine, { runMode, resourceName, superPodId, serverIndex }, now),
+            deviceInfoViewOf(
+              store.withResetOverrides(engine.snapshot()),
+              engine,
+              { runMode, resourceName, superPodId, serverIndex },
+              now,
+            ),
           ),
         separation: engineSeparationHost(engine, runMode, () => store.tick()),
         ...(restored ? { confirmedManual: restored.confirmedManual } : {}),
@@ -530,6 +543,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         onChange: () => {
           updatePodUsed();
           void annotatePass();
+          late.reset?.podsChanged();
         },
       });
       const podWatcher = pods;
@@ -633,6 +647,92 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     });
     if (restored && restored.resync.length > 0) monitor.markResync(restored.resync);
 
+    // 7b. Chip reset (docs/hot-reset.md): the offline engine in every mode, the task-aware engine with -hotReset=1,
+    // the reset-file landing on 910-family nodes. Its health filter is a store input (one snapshot for all outputs).
+    const noApi = (what: string): Error => new Error(`${what}: no API server configured`);
+    const configMapPort: ConfigMapApi = core
+      ? resetConfigMapApi(core)
+      : {
+          get: () => Promise.reject(noApi('reset ConfigMap')),
+          replace: () => Promise.reject(noApi('reset ConfigMap')),
+        };
+    const annotationPort: NodeAnnotationApi = core
+      ? nodeAnnotationApi(core, config.nodeName)
+      : { read: () => Promise.resolve(undefined), write: () => Promise.reject(noApi('ResetInfo annotation')) };
+    let resetCms: ResetConfigMapWatcher | undefined;
+    if (core && kube && runMode === 'Ascend910') {
+      resetCms = new ResetConfigMapWatcher({
+        api: core,
+        watch: kube.watch,
+        logger: log,
+        onChange: (cm, deleted) => late.reset?.configMapChanged(cm, deleted),
+      });
+      const w = resetCms;
+      cleanups.push({ what: 'reset ConfigMaps', run: () => w.stop() });
+    }
+    let workModeSmp = false;
+    if (kind === 'Ascend910') {
+      try {
+        workModeSmp = dcmi.getNpuWorkMode(chips[0]!.cardId) !== 0; // dcmi-abi §4: 0 = AMP, other = SMP
+      } catch (err) {
+        log.warn({ error: message(err) }, 'dcmi_get_npu_work_mode failed: 910A taken as AMP (no task-aware reset)');
+      }
+    }
+    const logicOfPhy = new Map(chips.map((c) => [c.phyId, c.logicId]));
+    const resetChipsView = (): readonly ChipResetView[] =>
+      engine.snapshot().map((v) => ({
+        logicId: v.logicId,
+        level: v.level,
+        codes: v.faultCodes.map((t) => Number.parseInt(t, 16)).filter((n) => Number.isFinite(n)),
+        healthy: v.health === 'Healthy',
+        podUsed: v.podUsed,
+      }));
+    const reset = new ResetRuntime({
+      mode: flags.hotReset as -1 | 0 | 1 | 2,
+      clock,
+      logger: log,
+      facts: {
+        kind,
+        usage: deviceUsageOf(kind, facts.boardId, labeler?.nodeLabels() ?? {}),
+        boardId: facts.boardId,
+        chips: chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId, cardId: c.cardId, deviceId: c.deviceId })),
+        ...(facts.brotherCards ? { brotherCardOf: (card: number) => facts.brotherCards?.[card] } : {}),
+        duo: (facts.productTypes ?? []).includes('Atlas 300I Duo'),
+      },
+      workModeSmp,
+      listWatchPeriodMs: flags.listWatchPeriod * 1000,
+      timeScale: flags.resetTimePercent / 100,
+      grace: () => policySource.current().customization.grace,
+      dcmi: resetDcmiOf(dcmi, chips),
+      configMapApi: configMapPort,
+      configMapCache: resetCms ?? { get: () => undefined },
+      nodeAnnotations: annotationPort,
+      events: (e) => {
+        const where = e.pod ? ` (pod ${e.pod.namespace}/${e.pod.name})` : '';
+        events?.record({ type: e.type, reason: e.reason, message: `${e.message}${where}`, brief: e.reason });
+      },
+      store: {
+        chips: resetChipsView,
+        onChange: (listener) => store.onChange(() => listener()),
+        setResetOverrides: (healthy, networkHealthy) => {
+          store.setResetOverrides(healthy, networkHealthy);
+          publisher?.changed();
+        },
+        markResync: (ids, why) => monitor.markResync(ids, why),
+        resyncApplied: async () => {
+          await new Promise((r) => setTimeout(r, 0));
+          await monitor.idle();
+          for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+        },
+      },
+      pods: () => pods?.pods() ?? [],
+      logicIdOfPhy: (phy) => logicOfPhy.get(phy),
+      stateDir: flags.stateDir,
+      hostRoot: flags.hostRoot,
+    });
+    late.reset = reset;
+    cleanups.push({ what: 'reset', run: () => reset.stop() });
+
     store.start();
     await monitor.start(); // before registering with kubelet: the first list is DCMI's truth
     if (publisher) void withTimeout(publisher.start(), apiTimeout, undefined);
@@ -644,6 +744,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         undefined,
       );
     }
+    if (resetCms) void withTimeout(resetCms.start(), apiTimeout, undefined);
+    reset.start();
 
     // Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1).
     if (labeler) {
@@ -768,6 +870,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         log.info('stopping');
         stopped = true;
         clearInterval(periodic);
+        await reset.stop(); // flows stop at their next step; running episodes stay in -stateDir for the next start
         monitor.stop();
         store.stop();
         try {
@@ -809,6 +912,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       registry,
       metricsPort: server?.port,
       resourceName,
+      reset,
       reregister: (reason) => mgr.triggerReregister(reason),
       stop,
     };

@@ -506,6 +506,11 @@ export class NodeLabeler {
     return { ...view, chips };
   }
 
+  /** The Node's labels as last read or patched (the reset layer's `server-usage`, hot-reset §1.3). */
+  nodeLabels(): Readonly<Record<string, string>> {
+    return this.#liveLabels;
+  }
+
   stop(): void {
     this.#stopped = true;
     this.#watch?.stop();

@@ -27,14 +27,22 @@ export interface PodCacheWatcherOptions {
   readonly backoff?: BackoffOptions;
 }
 
-/** A pod as the cache keeps it: the {@link PodView} plus its phase. */
+/** A pod as the cache keeps it: the {@link PodView} plus its phase and labels (the reset layer's task name). */
 export interface CachedPod extends PodView {
   readonly phase: string;
+  readonly labels: Readonly<Record<string, string>>;
 }
 
 function limits(q: Record<string, string> | undefined): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(q ?? {})) out[k] = /^\d+$/.test(String(v)) ? Number(v) : Number.NaN;
+  return out;
+}
+
+/** Label values are at most 63 characters in Kubernetes; anything else is not kept. */
+function labelsOf(raw: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw ?? {})) if (typeof v === 'string' && v.length <= 63) out[k] = v;
   return out;
 }
 
@@ -57,6 +65,7 @@ export function podViewOf(p: k8s.V1Pod): CachedPod {
     waitingMessages: waiting,
     ...(p.status?.reason !== undefined ? { statusReason: p.status.reason } : {}),
     phase: p.status?.phase ?? '',
+    labels: labelsOf(p.metadata?.labels),
   };
 }
 
