@@ -145,6 +145,16 @@ function newChip(id: ChipIdentity): ChipRuntime {
   };
 }
 
+/**
+ * Spec D.6 "append code to FaultCodes", holding each code once. Upstream appends duplicates, but every reader of the
+ * list only asks membership (recoveries remove every occurrence, levels take the maximum, the view lists each code
+ * once in first-arrival order), so a set-like list gives the same results; with duplicates a code repeating without
+ * recovery (an event storm) made the list, and every evaluation of the chip, grow with the number of events.
+ */
+function appendOnce(list: FaultCode[], code: FaultCode): void {
+  if (!list.includes(code)) list.push(code);
+}
+
 function removeAll(list: FaultCode[], code: FaultCode): FaultCode[] {
   return list.includes(code) ? list.filter((c) => c !== code) : list;
 }
@@ -371,7 +381,7 @@ export class FaultEngine {
       }
       for (const e of chipEvents) {
         if (e.assertion === 'recover') continue;
-        chip.faultCodes.push(e.code);
+        appendOnce(chip.faultCodes, e.code);
         const t = chip.faultTime.get(e.code);
         if (t === undefined || t > e.time) chip.faultTime.set(e.code, e.time);
         if (!durRules.has(e.code)) this.recordOccur(chip, e.code, e.time, freqRules.get(e.code));
@@ -391,7 +401,7 @@ export class FaultEngine {
       }
       for (const e of netEvents) {
         if (e.assertion === 'recover') continue;
-        chip.networkCodes.push(e.code);
+        appendOnce(chip.networkCodes, e.code);
         const t = chip.faultTime.get(e.code);
         if (t === undefined || t > e.time) chip.faultTime.set(e.code, e.time);
         if (!durRules.has(e.code)) this.recordOccur(chip, e.code, e.time, freqRules.get(e.code));

@@ -142,8 +142,9 @@ export function importEngineState(
     engine.autofillReleaseAt = doc.autofillReleaseAt;
     engine.manual.clear();
     for (const { chip, s } of staged) {
-      chip.faultCodes = s.faultCodes;
-      chip.networkCodes = s.networkCodes;
+      // Each code once (states written before the engine held codes once may repeat them).
+      chip.faultCodes = [...new Set(s.faultCodes)];
+      chip.networkCodes = [...new Set(s.networkCodes)];
       chip.faultTime = new Map(s.faultTime);
       chip.alarmRaisedTime = s.alarmRaisedTime;
       chip.networkAlarmRaisedTime = s.networkAlarmRaisedTime;

@@ -100,6 +100,20 @@ describe('D.6 applying events', () => {
     expect(h.view(1)).toMatchObject({ faultCodes: [], faultTimes: {}, alarmRaisedTime: 0 });
   });
 
+  test('D.6 a code repeating without recovery (a storm) is held once; one recovery still removes it', () => {
+    const h = shipped();
+    for (let i = 0; i < 1000; i++)
+      h.cycle(i, [
+        { logicId: 1, code: SEP },
+        { logicId: 1, code: LINK },
+      ]);
+    const chip = exportEngineState(h.engine).chips[1]!;
+    expect([chip.faultCodes, chip.networkCodes]).toEqual([[SEP], [LINK]]);
+    expect(h.view(1)).toMatchObject({ faultCodes: ['80E18402'], faultTimes: { '80E18402': T0 } });
+    h.recover(2000, 1, SEP);
+    expect(h.view(1)).toMatchObject({ faultCodes: [], health: 'Healthy' });
+  });
+
   test('D.6 the fault time is the earliest occurrence', () => {
     const h = shipped();
     h.occur(5000, 1, SEP);
