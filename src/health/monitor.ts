@@ -7,7 +7,14 @@
  * - Intake (D.4): event id 0 ignored; 0x8C2FA009 (reset finished) → the chip is re-synchronised; recoveries are
  *   held for 1 s (upstream), then queued; the queue is bounded and never drops silently: an event that does not
  *   fit marks its chip for re-sync (its final state is read back from DCMI) and is counted, as are the binding's
- *   overflow notices. Queued events leave as one batch per microtask turn.
+ *   overflow notices. Queued events leave as one batch per event-loop turn: the binding delivers each DCMI event
+ *   as its own callback (Node runs microtasks after each), so the batch is flushed from `setImmediate`, which runs
+ *   once after every callback of the loop's poll phase. An idle agent still sends a lone event on at once (the
+ *   check phase follows the poll phase of the same turn); a busy one sends everything that arrived meanwhile as one
+ *   batch, so a storm costs one engine cycle and one snapshot per loop turn instead of one per event. Besides,
+ *   while events keep arriving faster than that (the previous batch held more than one event), a batch that would
+ *   follow the previous one within `coalesceWindowMs` waits for the rest of that window, so a storm costs at most
+ *   one cycle (and one kubelet send) per window; a lone fault, or faults arriving one at a time, never wait.
  * - Compensation (D.5): at the first start, for re-sync marks, in polling mode, for chips unhealthy (chip or
  *   network) for more than 5 min: the chip's DCMI code list (and link status, D.8) is diffed against the store
  *   and the difference is sent as synthetic events (severity 0, time now). Card drop (-8012 from
@@ -93,6 +100,12 @@ export interface HealthMonitorOptions {
   /** D.3: default 3 attempts, 1000 ms apart. */
   readonly subscribeAttempts?: number;
   readonly subscribeRetryMs?: number;
+  /**
+   * Shortest time between two batches handed to the sink while events arrive in bursts, ms; default 2. Only a batch
+   * that would follow a previous batch of more than one event sooner waits (for the rest of the window); 0 turns the
+   * window off.
+   */
+  readonly coalesceWindowMs?: number;
   /** Bounded intake queue; default 10 000 events. */
   readonly queueCapacity?: number;
   /** `maxQueue` of the binding's delivery queue; default the binding's. */
@@ -145,6 +158,9 @@ function codeText(code: FaultCode): string {
   return goHex(code).toUpperCase();
 }
 
+/** Most codes whose text {@link HealthMonitor} keeps (a storm repeats a few codes; any code is a valid event id). */
+const CODE_TEXT_CACHE = 1024;
+
 /** The health layer of one node. */
 export class HealthMonitor {
   readonly #o: HealthMonitorOptions;
@@ -155,6 +171,10 @@ export class HealthMonitor {
   readonly #confirmMs: number;
   readonly #longMs: number;
   readonly #linkIntervalMs: number;
+  readonly #windowMs: number;
+  /** Clock time at which the last intake batch was handed to the sink (-Infinity: none yet), and its size. */
+  #lastFlush = -Infinity;
+  #lastBatch = 0;
   #mode: HealthMode = 'starting';
   #stopped = false;
   #queue: FaultEvent[] = [];
@@ -178,6 +198,8 @@ export class HealthMonitor {
   #confirming: Promise<void> | null = null;
   #again: { periodic: boolean } | null = null;
   readonly #stats: HealthStats = { received: 0, ignored: 0, droppedResynced: 0, synthesized: 0, batches: 0 };
+  /** {@link codeText} of recent codes: every received event needs it for the metric and the log. */
+  readonly #codeTexts = new Map<FaultCode, string>();
 
   constructor(options: HealthMonitorOptions) {
     this.#o = options;
@@ -188,6 +210,7 @@ export class HealthMonitor {
     this.#confirmMs = options.reconcileConfirmMs ?? 2000;
     this.#longMs = options.longUnhealthyMs ?? 300_000;
     this.#linkIntervalMs = options.linkQueryIntervalMs ?? 300_000;
+    this.#windowMs = options.coalesceWindowMs ?? 2;
   }
 
   /** `subscribed` or `polling` once started. */
@@ -309,9 +332,10 @@ export class HealthMonitor {
     if (this.#stopped) return;
     this.#stats.received++;
     const code = e.eventId;
-    this.#o.observer?.faultEvent?.(codeText(code), e.assertion);
+    const text = this.#codeText(code);
+    this.#o.observer?.faultEvent?.(text, e.assertion);
     this.#log.debug(
-      { logicId: e.logicId, code: codeText(code), assertion: e.assertion, severity: e.severity },
+      { logicId: e.logicId, code: text, assertion: e.assertion, severity: e.severity },
       'receive devFaultInfo',
     );
     if (code === 0) {
@@ -346,6 +370,16 @@ export class HealthMonitor {
     this.#enqueue(ev);
   }
 
+  #codeText(code: FaultCode): string {
+    let text = this.#codeTexts.get(code);
+    if (text === undefined) {
+      if (this.#codeTexts.size >= CODE_TEXT_CACHE) this.#codeTexts.clear();
+      text = codeText(code);
+      this.#codeTexts.set(code, text);
+    }
+    return text;
+  }
+
   #onOverflow(n: FaultOverflow): void {
     this.#stats.droppedResynced += n.dropped;
     this.#log.warn({ logicIds: n.logicIds, dropped: n.dropped }, 'fault events dropped by the binding; re-sync');
@@ -364,7 +398,16 @@ export class HealthMonitor {
     this.#queue.push(ev);
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
-      queueMicrotask(() => this.#flush());
+      // at most one window, even when the wall clock stepped back since the last batch
+      const wait =
+        this.#lastBatch > 1 ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.now()) : 0;
+      if (wait > 0) {
+        const t = this.#o.clock.setTimeout(() => {
+          this.#heldTimers.delete(t);
+          this.#flush();
+        }, wait);
+        this.#heldTimers.add(t);
+      } else setImmediate(() => this.#flush());
     }
   }
 
@@ -373,6 +416,8 @@ export class HealthMonitor {
     const batch = this.#queue;
     this.#queue = [];
     if (batch.length > 0) this.#emit(batch);
+    this.#lastFlush = this.#o.clock.now(); // after the cycle and its listeners: the window is a gap between cycles
+    this.#lastBatch = batch.length;
   }
 
   #emit(batch: readonly FaultEvent[]): void {

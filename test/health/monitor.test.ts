@@ -300,3 +300,91 @@ describe('architecture §2 nothing dropped silently', () => {
     monitor.stop();
   });
 });
+
+describe('D.4 intake batching (fault storm)', () => {
+  function fakeMonitor(clock: FakeClock, batches: FaultEvent[][], extra: Partial<HealthMonitorOptions> = {}) {
+    let sub: Parameters<HealthMonitorOptions['dcmi']['subscribeFaultEvents']>[0] | undefined;
+    const monitor = new HealthMonitor({
+      dcmi: {
+        subscribeFaultEvents: (s) => void (sub = s),
+        unsubscribeFaultEvents: () => undefined,
+        getDeviceAllErrorCodes: () => ({ codes: [], cardDropped: false }),
+        getDeviceHealth: () => 0,
+      },
+      chips: [0, 1].map((i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 })),
+      chipKind: 'Ascend910B',
+      state: { chip: () => undefined },
+      sink: (b) => batches.push([...b]),
+      clock,
+      listWatchPeriodMs: PERIOD,
+      ...extra,
+    });
+    const fire = (logicId: number): void =>
+      sub!.onEvent({ eventId: 0x80e18402, logicId, severity: 2, assertion: 'occur' } as never);
+    return { monitor, fire };
+  }
+
+  test('events delivered as separate callbacks of one loop turn leave as one batch', async () => {
+    const clock = new FakeClock();
+    const batches: FaultEvent[][] = [];
+    const { monitor, fire } = fakeMonitor(clock, batches);
+    await monitor.start();
+    batches.length = 0;
+    // three callbacks from the binding, each followed by a microtask checkpoint as Node does
+    fire(0);
+    await Promise.resolve();
+    fire(1);
+    await Promise.resolve();
+    fire(0);
+    await clock.advance(0);
+    expect(batches.map((b) => b.length)).toEqual([3]);
+    monitor.stop();
+  });
+
+  test('a lone event after a batch of one is not delayed; after a burst the next batch waits for the window', async () => {
+    const clock = new FakeClock();
+    const batches: FaultEvent[][] = [];
+    const { monitor, fire } = fakeMonitor(clock, batches, { coalesceWindowMs: 2 });
+    await monitor.start();
+    batches.length = 0;
+    fire(0);
+    await clock.advance(0);
+    fire(1); // same clock time, but the previous batch held one event: no window
+    await clock.advance(0);
+    expect(batches.map((b) => b.length)).toEqual([1, 1]);
+    fire(0);
+    fire(1); // a burst: one batch of two
+    await clock.advance(0);
+    fire(0);
+    await clock.advance(0);
+    fire(1);
+    await clock.advance(1);
+    expect(batches.map((b) => b.length)).toEqual([1, 1, 2]); // the next batch waits 2 ms after the burst
+    await clock.advance(1);
+    expect(batches.map((b) => b.length)).toEqual([1, 1, 2, 2]);
+    fire(0); // that batch held two events too: the window applies again
+    await clock.advance(0);
+    expect(batches).toHaveLength(4);
+    await clock.advance(2);
+    expect(batches.map((b) => b.length)).toEqual([1, 1, 2, 2, 1]);
+    fire(1); // after a batch of one: at once
+    await clock.advance(0);
+    expect(batches.map((b) => b.length)).toEqual([1, 1, 2, 2, 1, 1]);
+    monitor.stop();
+  });
+
+  test('coalesceWindowMs 0 never holds a batch back', async () => {
+    const clock = new FakeClock();
+    const batches: FaultEvent[][] = [];
+    const { monitor, fire } = fakeMonitor(clock, batches, { coalesceWindowMs: 0 });
+    await monitor.start();
+    batches.length = 0;
+    fire(0);
+    fire(1);
+    await clock.advance(0);
+    fire(0);
+    await clock.advance(0);
+    expect(batches.map((b) => b.length)).toEqual([2, 1]);
+    monitor.stop();
+  });
+});
