@@ -11,7 +11,7 @@ import {
   type KubeletDevice,
 } from '../kubelet/device-source.js';
 import { managerName } from './chip-kind.js';
-import type { ChipState, NodeState, NodeStateStore } from './store.js';
+import { sameJson, type ChipState, type NodeState, type NodeStateStore } from './store.js';
 
 /** Maps one snapshot of the store to the kubelet view. */
 export function toDeviceSnapshot(state: NodeState): DeviceSnapshot {
@@ -31,18 +31,32 @@ export function toDeviceSnapshot(state: NodeState): DeviceSnapshot {
 }
 
 function sameDevices(a: DeviceSnapshot, b: DeviceSnapshot): boolean {
-  return JSON.stringify(a.deviceTypes) === JSON.stringify(b.deviceTypes);
+  return sameJson(a.deviceTypes, b.deviceTypes);
+}
+
+/** True when both lists hold the same chip state objects (the store reuses the object of an unchanged chip). */
+function sameChips(a: readonly ChipState[], b: readonly ChipState[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** {@link DeviceSource} over a {@link NodeStateStore}. Listeners are called synchronously from the store's cycle. */
 export class StoreDeviceSource implements DeviceSource {
   #current: DeviceSnapshot;
+  /** Chips of the store snapshot {@link #current} was last compared with. */
+  #chips: readonly ChipState[];
   readonly #listeners = new Set<(s: DeviceSnapshot) => void>();
   readonly #unsubscribe: () => void;
 
   constructor(store: NodeStateStore) {
-    this.#current = freezeSnapshot(toDeviceSnapshot(store.snapshot()));
+    const first = store.snapshot();
+    this.#current = freezeSnapshot(toDeviceSnapshot(first));
+    this.#chips = first.chips;
     this.#unsubscribe = store.onChange((state) => {
+      // Only the chips are mapped (the node facts never change in a store): nothing to do when none changed.
+      if (sameChips(state.chips, this.#chips)) return;
+      this.#chips = state.chips;
       const next = toDeviceSnapshot(state);
       if (sameDevices(next, this.#current)) return;
       this.#current = freezeSnapshot(next);

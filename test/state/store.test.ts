@@ -1,9 +1,10 @@
 import { describe, expect, test } from '@jest/globals';
+import fc from 'fast-check';
 import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
 import { detectChipKind, managerName, physicalDeviceId } from '../../src/state/chip-kind.js';
 import { StoreDeviceSource } from '../../src/state/device-source.js';
-import { NodeStateStore, type NodeState, type StateChange } from '../../src/state/store.js';
+import { NodeStateStore, sameJson, type NodeState, type StateChange } from '../../src/state/store.js';
 import { shippedPolicy } from '../faults/helpers.js';
 import { FakeClock } from '../health/fake-clock.js';
 
@@ -211,5 +212,33 @@ describe('B.2 chip kind detection', () => {
       'npu',
     ]);
     expect(physicalDeviceId('Ascend310P', 3)).toBe('Ascend310P-3');
+  });
+});
+
+describe('sameJson (the store compares chip views without building their JSON text)', () => {
+  test('agrees with comparing JSON.stringify texts', () => {
+    const value = fc.jsonValue({ maxDepth: 3 });
+    const tweaked = value.chain((v) =>
+      fc.constantFrom(v, structuredClone(v), JSON.parse(JSON.stringify(v)) as unknown),
+    );
+    fc.assert(
+      fc.property(fc.oneof(fc.tuple(value, value), fc.tuple(value, tweaked)), ([a, b]) => {
+        expect(sameJson(a, b)).toBe(JSON.stringify(a) === JSON.stringify(b));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(sameJson({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(false); // key order counts, as in the text
+    expect(sameJson({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(sameJson([undefined], [null])).toBe(true);
+    expect(sameJson([1, 2], { 0: 1, 1: 2 })).toBe(false);
+  });
+
+  test('a storm of repeated occurrences publishes one snapshot, not one per batch', () => {
+    const { store } = makeStore();
+    let n = 0;
+    store.onChange(() => n++);
+    for (let i = 0; i < 50; i++) store.applyEvents([ev(1, SEPARATE), ev(2, SEPARATE)]);
+    expect(n).toBe(1);
+    expect(store.chip(1)!.faultCodes).toEqual(['80E18402']);
   });
 });
