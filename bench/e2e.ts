@@ -14,10 +14,14 @@
  *
  * Run directly: `npx tsc -p tsconfig.build.json && npx tsx bench/e2e.ts`. Environment: BENCH_FAULTS (default
  * 1000), BENCH_IDLE_SECONDS (default 60), BENCH_STORM_SECONDS (default 60; 0 skips the storm), BENCH_STORM_RATE
- * (default 5000 events/s), BENCH_AGENT_NODE_ARGS (extra `node` options for the agent, e.g. `--cpu-prof`).
+ * (default 5000 events/s), BENCH_STORM_FLAP (1: every chip gets an occurrence burst and a recovery burst at half the
+ * rate each, so its health keeps changing and every cycle publishes a snapshot — the downstream worst case),
+ * BENCH_AGENT_JS (another build of the agent, e.g. a checkout of an older commit, for before/after figures),
+ * BENCH_AGENT_NODE_ARGS (extra `node` options for the agent, e.g. `--cpu-prof`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -41,10 +45,14 @@ export interface E2eOptions {
   readonly stormSeconds?: number;
   /** Storm rate over all chips (default `BENCH_STORM_RATE` or 5000 events/s). */
   readonly stormRatePerSec?: number;
+  /** Occurrence and recovery bursts on every chip (default `BENCH_STORM_FLAP` = 1). */
+  readonly stormFlap?: boolean;
 }
 
 export interface StormResult {
   readonly chips: number;
+  /** Occurrences and recoveries (true) or occurrences only. */
+  readonly flap: boolean;
   readonly seconds: number;
   /** Events the mock delivered to the agent (the burst replies' `fired`) and the rate achieved. */
   readonly fired: number;
@@ -59,6 +67,12 @@ export interface StormResult {
   readonly rssMiB: { before: number; max: number; after: number };
   /** CPU % of one core during the storm. */
   readonly cpuPercent: number;
+  /**
+   * From the agent's `/metrics` over the storm and the settling: state snapshots published (one per engine cycle
+   * that changed something) and ListAndWatch sends.
+   */
+  readonly snapshots: number;
+  readonly listAndWatchSends: number;
   /** Fault → kubelet Unhealthy before and after the storm (the even chips, 10 rounds, same code). */
   readonly latencyBeforeMs: { p50: number; p99: number; max: number };
   readonly latencyAfterMs: { p50: number; p99: number; max: number };
@@ -87,6 +101,8 @@ export interface E2eResult {
 
 interface Sandbox {
   dir: string;
+  /** `http://127.0.0.1:<port>/metrics` of the agent. */
+  metricsUrl: string;
   api: KubeApiStandIn;
   kubelet: KubeletSimulator;
   child: ChildProcess;
@@ -98,6 +114,26 @@ interface Sandbox {
 /** Extra `node` options for the agent child (`BENCH_AGENT_NODE_ARGS`, space-separated, e.g. `--cpu-prof`). */
 function nodeArgs(): string[] {
   return (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+}
+
+/** A free TCP port on 127.0.0.1 (for the agent's `-metricsAddress`, so the bench can read its counters). */
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+/** Sum of every sample of `name` (all label sets) in the agent's `/metrics`. */
+async function metricSum(url: string, name: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
 }
 
 async function startSandbox(scenario: string): Promise<Sandbox> {
@@ -113,13 +149,15 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
   await api.writeKubeconfig(kubeconfig);
   const kubelet = await KubeletSimulator.start({ dir: path.join(dir, 'kubelet') });
   const controlPath = path.join(dir, 'mock.sock');
+  const metricsPort = await freePort();
   const child = spawn(
     process.execPath,
     [
       ...nodeArgs(),
-      path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'),
+      process.env.BENCH_AGENT_JS ?? path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'),
       ...sandboxFlags(dir, { kubeconfig, listWatchPeriod: 5 }),
       '-logLevel=2',
+      `-metricsAddress=127.0.0.1:${metricsPort}`, // the last one wins
     ],
     {
       env: {
@@ -136,6 +174,7 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
   const control = await MockControlClient.connect(controlPath);
   return {
     dir,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     api,
     kubelet,
     child,
@@ -192,7 +231,8 @@ export async function benchE2e(
   const idle = idleSeconds > 0 ? await benchIdle(idleSeconds) : undefined;
   const stormSeconds = options.stormSeconds ?? Number(process.env.BENCH_STORM_SECONDS ?? 60);
   const stormRate = options.stormRatePerSec ?? Number(process.env.BENCH_STORM_RATE ?? 5000);
-  const storm = stormSeconds > 0 ? await benchStorm(log, stormSeconds, stormRate) : undefined;
+  const flap = options.stormFlap ?? process.env.BENCH_STORM_FLAP === '1';
+  const storm = stormSeconds > 0 ? await benchStorm(log, stormSeconds, stormRate, flap) : undefined;
   const f = summary(faultMs);
   return {
     faults: faultMs.length,
@@ -346,7 +386,12 @@ async function compareFinal(sb: Sandbox): Promise<string[]> {
   return out;
 }
 
-async function benchStorm(log: (line: string) => void, seconds: number, rate: number): Promise<StormResult> {
+async function benchStorm(
+  log: (line: string) => void,
+  seconds: number,
+  rate: number,
+  flap: boolean,
+): Promise<StormResult> {
   log('e2e storm: starting the agent (16 chips)');
   const sb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910a3-16chip.json'));
   const extra: MockControlClient[] = [];
@@ -358,12 +403,18 @@ async function benchStorm(log: (line: string) => void, seconds: number, rate: nu
     log('e2e storm: fault latency before the storm');
     const before = await faultLatency(sb, latencyChips, 10);
     const rssBefore = rssMiB(pid);
-    // One connection per chip: a connection's later requests wait for its burst.
-    const perChip = rate / chips.length;
-    const count = Math.max(1, Math.round(perChip * seconds));
+    // One connection per burst: a connection's later requests wait for its burst.
+    const bursts = chips.flatMap((logicId) =>
+      (flap ? (['occur', 'recover'] as const) : (['occur'] as const)).map((assertion) => ({ logicId, assertion })),
+    );
+    const perBurst = rate / bursts.length;
+    const count = Math.max(1, Math.round(perBurst * seconds));
     const controlPath = path.join(sb.dir, 'mock.sock');
-    while (extra.length < chips.length) extra.push(await MockControlClient.connect(controlPath));
-    log(`e2e storm: ${chips.length} chips x ${count} events at ${perChip.toFixed(1)}/s each (${seconds} s)`);
+    while (extra.length < bursts.length) extra.push(await MockControlClient.connect(controlPath));
+    log(
+      `e2e storm: ${chips.length} chips x ${bursts.length / chips.length} bursts x ${count} events at ` +
+        `${perBurst.toFixed(1)}/s each (${seconds} s${flap ? ', occurrences and recoveries' : ''})`,
+    );
     let rssMax = rssBefore;
     let sampling = true;
     const sampler = (async () => {
@@ -372,31 +423,35 @@ async function benchStorm(log: (line: string) => void, seconds: number, rate: nu
         if (sb.child.exitCode === null) rssMax = Math.max(rssMax, rssMiB(pid));
       }
     })();
+    const snapshots0 = await metricSum(sb.metricsUrl, 'ascend_npu_agent_state_snapshots_total');
+    const sends0 = await metricSum(sb.metricsUrl, 'ascend_npu_agent_list_and_watch_sends_total');
     const c0 = cpuTicks(pid);
     const t0 = performance.now();
-    const replies = await Promise.all(
-      chips.map((logicId, i) =>
-        extra[i]!.expectOk({
-          op: 'burst',
-          logicId,
-          eventId: CODE,
-          assertion: 'occur',
-          count,
-          ratePerSec: perChip,
-        }),
-      ),
-    );
+    const started: Promise<Record<string, unknown>>[] = [];
+    for (const assertion of ['occur', 'recover'] as const) {
+      // Recovery bursts start last, so the mock's code lists are empty during the storm and a recovery is not
+      // ignored as "DCMI still reports the code" (D.6): every chip really flaps.
+      if (assertion === 'recover' && flap) await sleepMs(20);
+      bursts.forEach((b, i) => {
+        if (b.assertion !== assertion) return;
+        const req = { op: 'burst', logicId: b.logicId, eventId: CODE, assertion, count, ratePerSec: perBurst };
+        started.push(extra[i]!.expectOk(req));
+      });
+    }
+    const replies = await Promise.all(started);
     const stormSeconds = (performance.now() - t0) / 1000;
     const cpuPercent = ((cpuTicks(pid) - c0) / 100 / stormSeconds) * 100;
     sampling = false;
     await sampler;
     const fired = replies.reduce((a, r) => a + Number(r.fired), 0);
     let crashed = sb.child.exitCode !== null;
-    // The known final set: even chips recover the code (one event each), odd chips keep it.
+    // The known final set: even chips recover the code (one event each), odd chips keep it (after a flapping storm
+    // the mock's list holds whatever the last burst to start left: odd chips get one more occurrence).
     if (!crashed) {
       for (const logicId of chips) {
-        if (logicId % 2 === 0) {
-          await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion: 'recover' });
+        if (logicId % 2 === 0 || flap) {
+          const assertion = logicId % 2 === 0 ? 'recover' : 'occur';
+          await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion });
         }
       }
     }
@@ -411,10 +466,17 @@ async function benchStorm(log: (line: string) => void, seconds: number, rate: nu
       crashed = sb.child.exitCode !== null;
     }
     const settleMs = performance.now() - tSettle;
+    const snapshots = crashed
+      ? NaN
+      : (await metricSum(sb.metricsUrl, 'ascend_npu_agent_state_snapshots_total')) - snapshots0;
+    const listAndWatchSends = crashed
+      ? NaN
+      : (await metricSum(sb.metricsUrl, 'ascend_npu_agent_list_and_watch_sends_total')) - sends0;
     const after = crashed ? [] : await faultLatency(sb, latencyChips, 10);
     crashed ||= sb.child.exitCode !== null;
     return {
       chips: chips.length,
+      flap,
       seconds: stormSeconds,
       fired,
       ratePerSec: fired / stormSeconds,
@@ -424,6 +486,8 @@ async function benchStorm(log: (line: string) => void, seconds: number, rate: nu
       mismatches: mismatches.slice(0, 20),
       rssMiB: { before: rssBefore, max: rssMax, after: crashed ? NaN : rssMiB(pid) },
       cpuPercent,
+      snapshots,
+      listAndWatchSends,
       latencyBeforeMs: summary(before),
       latencyAfterMs: summary(after),
     };
