@@ -40,6 +40,12 @@ export interface EngineOptions {
    * timer. Same results, slower; the reference the optimised path is tested against.
    */
   evaluateAllChips?: boolean;
+  /**
+   * Spec D.7 `graceToleranceOn` (hot-reset.md §1.2; never true in upstream HEAD): a FreeRestartNPU chip used by a
+   * pod is Healthy, so it is reset once the task has left. The agent sets it with `-hotReset=1` where the task-aware
+   * engine runs.
+   */
+  graceTolerance?: boolean;
 }
 
 /** Input of one cycle. */

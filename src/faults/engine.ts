@@ -49,6 +49,7 @@ const R = {
   Normal: rankOf('NormalNPU'),
   NotHandle: rankOf('NotHandleFault'),
   SubHealth: rankOf('SubHealthFault'),
+  FreeRestart: rankOf('FreeRestartNPU'),
   PreSeparate: rankOf('PreSeparateNPU'),
   Separate: rankOf('SeparateNPU'),
   Manual: rankOf('ManuallySeparateNPU'),
@@ -176,6 +177,7 @@ export class FaultEngine {
   /** @internal */ autofillReleaseSec: number;
   /** @internal */ autofillReleaseAt: number | null = null;
   readonly runMode: RunMode;
+  readonly graceTolerance: boolean;
   private readonly healthGroups: readonly (readonly number[])[];
   private readonly evaluateAll: boolean;
   /** Events of the current cycle by chip (reused between cycles). */
@@ -186,6 +188,7 @@ export class FaultEngine {
   constructor(policy: FaultPolicy, options: EngineOptions) {
     this.policy = policy;
     this.runMode = options.runMode ?? 'Ascend910';
+    this.graceTolerance = options.graceTolerance ?? false;
     this.healthGroups = options.healthGroups ?? [];
     this.evaluateAll = options.evaluateAllChips ?? false;
     this.order = [...options.chips].sort((a, b) => a.logicId - b.logicId).map(newChip);
@@ -599,7 +602,8 @@ export class FaultEngine {
   private chipHealth(chip: ChipRuntime): Health {
     if (chip.level <= R.SubHealth) return 'Healthy';
     if (chip.level === R.PreSeparate && chip.podUsed) return 'Healthy';
-    // FreeRestartNPU "in use" with grace tolerance is never on in upstream HEAD: Unhealthy.
+    // FreeRestartNPU "in use" is Healthy only with grace tolerance (never on in upstream HEAD; -hotReset=1 here).
+    if (chip.level === R.FreeRestart && chip.podUsed && this.graceTolerance) return 'Healthy';
     return 'Unhealthy';
   }
 

@@ -280,6 +280,23 @@ describe('D.7 health', () => {
     expect(h.view(3).health).toBe('Healthy');
   });
 
+  test('D.7 FreeRestartNPU on a chip used by a pod is Unhealthy without grace tolerance (upstream HEAD)', () => {
+    const h = shipped();
+    h.engine.setPodUsed(3, true);
+    h.occur(0, 3, FREE);
+    expect(h.view(3).health).toBe('Unhealthy');
+  });
+
+  test('D.7 / hot-reset §1.2 with grace tolerance a FreeRestartNPU chip in use is Healthy, and Unhealthy once free', () => {
+    const h = new Harness(shippedPolicy(), 8, { graceTolerance: true });
+    h.engine.setPodUsed(3, true);
+    h.occur(0, 3, FREE);
+    expect(h.view(3).health).toBe('Healthy');
+    h.engine.setPodUsed(3, false);
+    h.cycle(5000);
+    expect(h.view(3).health).toBe('Unhealthy');
+  });
+
   test('D.7 SeparateNPU on a chip used by a pod stays Unhealthy', () => {
     const h = shipped();
     h.engine.setPodUsed(3, true);

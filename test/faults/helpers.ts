@@ -40,10 +40,11 @@ export class Harness {
   readonly live = new Map<number, number[]>();
   readonly transitions: Transition[] = [];
 
-  constructor(policy: FaultPolicy, chips = 8, opts: { healthGroups?: number[][] } = {}) {
+  constructor(policy: FaultPolicy, chips = 8, opts: { healthGroups?: number[][]; graceTolerance?: boolean } = {}) {
     this.engine = new FaultEngine(policy, {
       chips: Array.from({ length: chips }, (_, i) => ({ logicId: i, phyId: i })),
       ...(opts.healthGroups ? { healthGroups: opts.healthGroups } : {}),
+      ...(opts.graceTolerance !== undefined ? { graceTolerance: opts.graceTolerance } : {}),
     });
   }
 
