@@ -5,11 +5,16 @@
  * - `/readyz`: 200 when every readiness check passes (DCMI initialised, every resource registered and streaming),
  *   else 503 with the failing checks, one per line. Chip health is never a check: a bad chip must never fail a
  *   probe (it is reported to kubelet as Unhealthy instead).
+ * - `/status`: the agent's state as JSON (`npuctl status`, issue [F] item 4), when the `status` option is given,
+ *   else 404; a document over {@link MAX_STATUS_BYTES} is refused with 500 rather than sent.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { parseListenAddress } from './listen-address.js';
+
+/** Largest `/status` document served (bytes of JSON); `npuctl status` reads no more than this either. */
+export const MAX_STATUS_BYTES = 1024 * 1024;
 
 /** One readiness check: `ok`, or why not. */
 export type ReadinessCheck = () => { ok: true } | { ok: false; reason: string };
@@ -20,6 +25,8 @@ export interface ObservabilityServerOptions {
   readonly registry: Registry;
   /** Named readiness checks. */
   readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
+  /** The `/status` document (JSON-serialisable); `/status` answers 404 when absent. */
+  readonly status?: () => unknown;
 }
 
 export interface ObservabilityServer {
@@ -75,6 +82,8 @@ async function handle(
       send(res, 200, await options.registry.metrics(), options.registry.contentType);
     } else if (url === '/healthz') {
       send(res, 200, 'ok\n');
+    } else if (url === '/status' && options.status) {
+      sendStatus(res, options.status);
     } else if (url === '/readyz') {
       const failing: string[] = [];
       for (const [name, check] of Object.entries(options.readiness ?? {})) {
@@ -94,4 +103,25 @@ async function handle(
   } catch (err) {
     send(res, 500, `${(err as Error).message}\n`);
   }
+}
+
+function sendStatus(res: http.ServerResponse, status: () => unknown): void {
+  let body: string | undefined;
+  try {
+    body = JSON.stringify(status());
+  } catch (err) {
+    send(res, 500, `status unavailable: ${(err as Error).message}\n`);
+    return;
+  }
+  if (body === undefined) {
+    send(res, 500, 'status unavailable: the document is not JSON\n');
+    return;
+  }
+  const bytes = Buffer.byteLength(body);
+  if (bytes > MAX_STATUS_BYTES) {
+    send(res, 500, `status unavailable: the document is ${bytes} bytes, over the limit of ${MAX_STATUS_BYTES}\n`);
+    return;
+  }
+  res.setHeader('cache-control', 'no-store');
+  send(res, 200, `${body}\n`, 'application/json; charset=utf-8');
 }

@@ -6,7 +6,10 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import type { HealthObserver } from '../health/monitor.js';
+import type { ResetStatus } from '../reset/reset-runtime.js';
+import type { ResetEvent } from '../reset/types.js';
 import type { NodeState, StateChange } from '../state/store.js';
+import { ResetMetrics } from './reset-metrics.js';
 
 const PREFIX = 'ascend_npu_agent_';
 
@@ -45,6 +48,8 @@ export class AgentMetrics {
   readonly allocateLatency: Histogram<'resource'>;
   readonly configMapWrites: Counter<'result'>;
   readonly configMapQueueDepth: Gauge;
+  /** The chip-reset layer (issue [F]): state gauges, attempt / outcome counters. */
+  readonly reset: ResetMetrics;
   readonly #lastRegistration = new Map<string, number>();
   readonly #loop: IntervalHistogram;
   readonly #now: () => number;
@@ -178,7 +183,23 @@ export class AgentMetrics {
       help: 'Writes waiting in the ConfigMap queue.',
       registers,
     });
+    this.reset = new ResetMetrics(registry, PREFIX);
     for (const mode of ['subscribed', 'polling']) this.fetchMode.set({ mode }, 0);
+  }
+
+  /** Sets the reset gauges from `ResetRuntime.status()` (after a change or every period). */
+  observeReset(status: ResetStatus): void {
+    this.reset.observe(status);
+  }
+
+  /** Refreshes the reset gauges from `source` at every scrape as well. */
+  followReset(source: () => ResetStatus): void {
+    this.reset.follow(source);
+  }
+
+  /** Counts an Event of the reset layer (attempts, outcomes, warnings). */
+  resetEvent(event: Pick<ResetEvent, 'reason'>): void {
+    this.reset.event(event);
   }
 
   /** Stops the event-loop sampler. */
