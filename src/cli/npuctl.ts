@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `npuctl`: the admin CLI (architecture §7). Composition root: `config check` and `policy replay` are built
- * here over src/faults; `separation` and `status` come with issue [D].
+ * here over src/faults; `status` reads a running agent's `/status` (issue [F]); `separation` comes with issue [D].
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { handleHelpAndVersion, packageVersion } from './common.js';
 import { checkConfig, renderConfigCheck } from './npuctl/config-check.js';
 import { UsageError, readTextFile } from './npuctl/io.js';
 import { DEFAULT_REPLAY_START, describeTransition, replay } from './npuctl/replay.js';
+import { AgentUnreachableError, DEFAULT_AGENT_URL, DEFAULT_STATUS_TIMEOUT_MS, statusCommand } from './npuctl/status.js';
 import { MAX_TIMELINE_BYTES, parseScenarioChips, parseTimeline } from './npuctl/timeline.js';
 
 const HELP = `Usage: npuctl <command> [options]
@@ -23,7 +24,10 @@ Commands:
   policy replay --timeline F [--scenario F] [--fault-code F] [--customization F] [--start MS] [--json]
       Run the agent's fault engine on a simulated clock over a timeline (JSON lines); print one JSON line per
       query line and one at the end.
-  separation list|release, status
+  status [--agent URL] [--json] [--timeout MS]
+      Ask a running agent (default ${DEFAULT_AGENT_URL}) for its chips and chip-reset state: one row per chip
+      and reset engine, then the tasks of the task-aware engine. Exit 1 when the agent cannot be reached.
+  separation list|release
       Not built yet (issue [D]).
 
 Options: --help, --version. Run "npuctl <command> --help" for a command's options.
@@ -111,19 +115,29 @@ function buildProgram(): Command {
         });
       },
     );
-  for (const name of ['separation', 'status']) {
-    program
-      .command(name)
-      .allowUnknownOption()
-      .argument('[args...]')
-      .action(() => {
-        throw new UsageError(`${name}: not built yet (issue [D])`);
-      });
-  }
+  program
+    .command('status')
+    .description("show a running agent's chips and chip-reset state (its /status document)")
+    .option('--agent <url>', "the agent's metrics address", DEFAULT_AGENT_URL)
+    .option('--json', 'print the document as the agent sent it (one JSON line)')
+    .option('--timeout <ms>', 'time allowed for the request', String(DEFAULT_STATUS_TIMEOUT_MS))
+    .exitOverride()
+    .action(async (o: { agent: string; json?: boolean; timeout: string }) => {
+      if (!/^[0-9]{1,7}$/.test(o.timeout) || Number(o.timeout) === 0)
+        throw new UsageError(`--timeout must be a number of milliseconds > 0, got ${JSON.stringify(o.timeout)}`);
+      out(await statusCommand({ agent: o.agent, json: o.json ?? false, timeoutMs: Number(o.timeout) }));
+    });
+  program
+    .command('separation')
+    .allowUnknownOption()
+    .argument('[args...]')
+    .action(() => {
+      throw new UsageError('separation: not built yet (issue [D])');
+    });
   return program;
 }
 
-function main(argv: string[]): void {
+async function main(argv: string[]): Promise<void> {
   if (argv.length === 0 || argv[0]!.startsWith('-')) {
     if (handleHelpAndVersion(argv, 'npuctl', HELP)) return;
     err(argv.length === 0 ? HELP : `npuctl: unknown option ${argv[0]}; see --help\n`);
@@ -131,7 +145,7 @@ function main(argv: string[]): void {
     return;
   }
   try {
-    buildProgram().parse(argv, { from: 'user' });
+    await buildProgram().parseAsync(argv, { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) {
       process.exitCode =
@@ -139,8 +153,11 @@ function main(argv: string[]): void {
     } else if (e instanceof UsageError) {
       err(`npuctl: ${e.message}\n`);
       process.exitCode = 2;
+    } else if (e instanceof AgentUnreachableError) {
+      err(`npuctl: ${e.message}\n`);
+      process.exitCode = 1;
     } else throw e;
   }
 }
 
-main(process.argv.slice(2));
+await main(process.argv.slice(2));
