@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: runs every bench and prints a summary plus one JSON line per bench.
- * Environment: BENCH_RUNS (default 5), BENCH_LATENCY_EVENTS (default 3000).
+ * Environment: BENCH_RUNS (default 5), BENCH_LATENCY_EVENTS (default 3000); the e2e and reset benches read their
+ * own (see bench/e2e.ts, bench/reset.ts).
  */
 import os from 'node:os';
 import { benchFaultCallback } from './fault-callback.js';
@@ -10,6 +11,7 @@ import { benchConfigMap } from './configmap.js';
 import { benchE2e } from './e2e.js';
 import { benchFaultCenter } from './fault-center.js';
 import { benchPublicFault } from './public-fault.js';
+import { benchReset, fmtSummary } from './reset.js';
 import { fmt } from './stats.js';
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -99,3 +101,25 @@ if (e2e.storm) {
   );
 }
 log(JSON.stringify({ bench: 'e2e', ...e2e }));
+
+log('reset: fault -> ring back Healthy with the mock (boot 5 s), offline and online L5; idle CPU of the reset layer');
+const rs = await benchReset(log);
+if (rs.offline) {
+  log(
+    `  offline -hotReset=2 (-resetTimePercent=${rs.percent}: idle rule ${rs.offline.scaledIdleRuleMs} ms): fault -> reset done ` +
+      `and Healthy ${fmtSummary(rs.offline.healthyMs)}; minus the idle rule ${fmtSummary(rs.offline.afterIdleRuleMs)}`,
+  );
+}
+if (rs.online) {
+  log(
+    `  online L5 -hotReset=1: fault -> all ranks recovered ${fmtSummary(rs.online.recoveredMs)}; ` +
+      `-> training side restarted ${fmtSummary(rs.online.restartedMs)}`,
+  );
+}
+if (rs.idle) {
+  log(
+    `  idle ${rs.idle.chips} chips ${rs.idle.seconds} s: CPU -hotReset=1 ${fmt(rs.idle.cpuPercentOn, 2)} % vs ` +
+      `-hotReset=-1 ${fmt(rs.idle.cpuPercentOff, 2)} % of a core (${fmt(rs.idle.ratio, 2)}x)`,
+  );
+}
+log(JSON.stringify({ bench: 'reset', ...rs }));
