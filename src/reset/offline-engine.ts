@@ -103,6 +103,11 @@ export interface OfflineResetEngineOptions {
   readonly logger?: Logger;
   /** True for a chip of a task the online engine handles (mode 1): its whole group is left alone (D4). */
   readonly isExcluded?: (logicId: number) => boolean;
+  /**
+   * Called with every chip of every group being reset whenever that set changes (ours, not upstream HEAD: the agent
+   * reports these chips Unhealthy and `-Recovering` while they reboot, so nothing is scheduled onto a booting chip).
+   */
+  readonly onResettingChange?: (chips: ReadonlySet<number>) => void;
 }
 
 /** Levels that make a chip a candidate (§J.2). */
@@ -240,6 +245,17 @@ export class OfflineResetEngine {
         this.log.error({ err: e }, 'offline reset: pass failed');
       }
     } while (this.rerun && !this.closed);
+  }
+
+  private notifyResetting(): void {
+    if (!this.o.onResettingChange) return;
+    const chips = new Set<number>();
+    for (const r of this.running.values()) for (const g of r.group) chips.add(g);
+    try {
+      this.o.onResettingChange(chips);
+    } catch (e) {
+      this.log.error({ err: e }, 'offline reset: resetting listener threw');
+    }
   }
 
   private setState(logicId: number, s: OfflineChipState): void {
@@ -406,6 +422,7 @@ export class OfflineResetEngine {
   /** §J.2 executeReset; the group is held in the coordinator by the caller and released here. */
   private async executeReset(id: number, group: readonly number[]): Promise<void> {
     this.running.set(id, { group });
+    this.notifyResetting();
     this.setState(id, 'resetting');
     this.log.info({ logicId: id, group }, 'offline reset: resetting chip');
     let err: Error | undefined;
@@ -425,6 +442,7 @@ export class OfflineResetEngine {
       this.o.hooks.markNeedsResync([id]);
     }
     this.running.delete(id);
+    this.notifyResetting();
     try {
       this.o.coordinator.release(group, OFFLINE_OWNER);
     } catch (e) {

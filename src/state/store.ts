@@ -153,6 +153,7 @@ export class NodeStateStore {
   /** §3.10 health filter of the reset layer (hot-reset.md): chips reported Healthy / NetworkHealthy meanwhile. */
   #resetHealthy: ReadonlySet<number> = new Set();
   #resetNetworkHealthy: ReadonlySet<number> = new Set();
+  #resetRecovering: ReadonlySet<number> = new Set();
   #overridesChanged = false;
   #state: NodeState;
   #queue: Op[] = [];
@@ -262,14 +263,20 @@ export class NodeStateStore {
 
   /**
    * The reset layer's health filter (hot-reset.md §3.10): while a task-aware reset runs, these chips are reported
-   * Healthy (and these NetworkHealthy) whatever the engine says; every output sees it in the same snapshot.
+   * Healthy (and these NetworkHealthy) whatever the engine says; chips an offline reset is rebooting (`recovering`)
+   * are reported Unhealthy and NetworkUnhealthy until it ends. Every output sees it in the same snapshot.
    */
-  setResetOverrides(healthy: ReadonlySet<number>, networkHealthy: ReadonlySet<number>): void {
+  setResetOverrides(
+    healthy: ReadonlySet<number>,
+    networkHealthy: ReadonlySet<number>,
+    recovering: ReadonlySet<number> = new Set(),
+  ): void {
     this.#submit({
       cause: 'input',
       input: () => {
         this.#resetHealthy = new Set(healthy);
         this.#resetNetworkHealthy = new Set(networkHealthy);
+        this.#resetRecovering = new Set(recovering);
         this.#overridesChanged = true;
         return [];
       },
@@ -277,8 +284,16 @@ export class NodeStateStore {
   }
 
   /** The current reset overrides (for metrics and status). */
-  resetOverrides(): { healthy: ReadonlySet<number>; networkHealthy: ReadonlySet<number> } {
-    return { healthy: this.#resetHealthy, networkHealthy: this.#resetNetworkHealthy };
+  resetOverrides(): {
+    healthy: ReadonlySet<number>;
+    networkHealthy: ReadonlySet<number>;
+    recovering: ReadonlySet<number>;
+  } {
+    return {
+      healthy: this.#resetHealthy,
+      networkHealthy: this.#resetNetworkHealthy,
+      recovering: this.#resetRecovering,
+    };
   }
 
   /** Engine views with the reset overrides applied (the device-info ConfigMap's view). */
@@ -287,6 +302,10 @@ export class NodeStateStore {
   }
 
   #overridden(v: ChipView): ChipView {
+    if (this.#resetRecovering.has(v.logicId)) {
+      if (v.health === 'Unhealthy' && v.networkHealth === 'Unhealthy') return v;
+      return { ...v, health: 'Unhealthy', networkHealth: 'Unhealthy' };
+    }
     const h = this.#resetHealthy.has(v.logicId) && v.health !== 'Healthy';
     const n = this.#resetNetworkHealthy.has(v.logicId) && v.networkHealth !== 'Healthy';
     if (!h && !n) return v;

@@ -44,6 +44,7 @@ interface SetupOptions {
   mode?: HotResetMode;
   excluded?: readonly number[];
   annotation?: string;
+  onResettingChange?: (chips: ReadonlySet<number>) => void;
 }
 
 /** A node of `n` chips (logic = phy id; 910A3: card ⌊id/2⌋ die id mod 2, brother cards 0↔1, 2↔3, …). */
@@ -88,6 +89,7 @@ function setup(o: SetupOptions = {}) {
     hooks: { markNeedsResync: (l) => resynced.push([...l]), chips: snapshot },
     events: (e) => events.push(e),
     isExcluded: (id) => excluded.has(id),
+    ...(o.onResettingChange ? { onResettingChange: o.onResettingChange } : {}),
   });
   const h = {
     clock,
@@ -128,6 +130,20 @@ function setup(o: SetupOptions = {}) {
 
 const manualOf = (text: string | undefined): number[] =>
   text === undefined ? [] : (JSON.parse(text) as { ManualResetDevs: ResetDev[] }).ManualResetDevs.map((d) => d.PhyID);
+
+describe('offline engine: chips being rebooted are reported (ours, beyond HEAD §J.5)', () => {
+  test('§J.2 the whole group is announced while it reboots and released when the reset ends', async () => {
+    const seen: number[][] = [];
+    const h = setup({ onResettingChange: (c) => seen.push([...c].sort((a, b) => a - b)) });
+    h.dcmi.setAll([0, 1, 2, 3, 4, 5, 6, 7], { bootSeconds: 5 });
+    h.fault(2);
+    await h.cycle();
+    await h.run(60 * S);
+    expect(seen).toEqual([[0, 1, 2, 3, 4, 5, 6, 7]]);
+    await h.run(10 * S);
+    expect(seen).toEqual([[0, 1, 2, 3, 4, 5, 6, 7], []]);
+  });
+});
 
 describe('offline engine: debounce (§J.2, HR-23 with HEAD semantics)', () => {
   test.each<[ChipKind, FaultLevel]>([

@@ -64,6 +64,15 @@ describe('hot-reset §3.10 health filter in the store', () => {
     expect(store.engine.snapshot()[3]!.health).toBe('Unhealthy');
   });
 
+  test('a chip an offline reset is rebooting is published Unhealthy and NetworkUnhealthy, then its own health', () => {
+    const store = makeStore();
+    store.setResetOverrides(new Set([2]), new Set([2]), new Set([2, 3]));
+    expect(store.snapshot().chips[2]).toMatchObject({ health: 'Unhealthy', networkHealth: 'Unhealthy' });
+    expect(store.snapshot().chips[3]).toMatchObject({ health: 'Unhealthy', networkHealth: 'Unhealthy' });
+    store.setResetOverrides(new Set(), new Set(), new Set());
+    expect(store.snapshot().chips[3]).toMatchObject({ health: 'Healthy', networkHealth: 'Healthy' });
+  });
+
   test('an unchanged filter publishes no new snapshot', () => {
     const store = makeStore();
     store.applyEvents([fault(3)]);
