@@ -41,8 +41,10 @@ import { DevicePluginManager } from '../kubelet/plugin-manager.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.js';
 import { AgentMetrics } from '../observability/metrics.js';
+import { agentStatus } from '../observability/status.js';
 import { resetDcmiOf } from '../reset/dcmi-adapter.js';
 import { ResetRuntime } from '../reset/reset-runtime.js';
+import { isGraceToleranceSupported } from '../reset/policy.js';
 import { deviceUsageOf } from '../reset/rings.js';
 import type { ChipResetView, ConfigMapApi, NodeAnnotationApi } from '../reset/types.js';
 import { managerName, runModeOf } from '../state/chip-kind.js';
@@ -156,6 +158,15 @@ function observed<T extends object>(target: T, after: () => void): T {
       };
     },
   });
+}
+
+/** Chips an offline reset is rebooting are listed in `<resource>-Recovering` (spec H.3 `resetting`). */
+function withRecovering<V extends { readonly chips: readonly { readonly logicId: number }[] }>(
+  view: V,
+  recovering: ReadonlySet<number>,
+): V {
+  if (recovering.size === 0) return view;
+  return { ...view, chips: view.chips.map((c) => (recovering.has(c.logicId) ? { ...c, resetting: true } : c)) };
 }
 
 function sleepMs(ms: number): Promise<void> {
@@ -388,9 +399,28 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       : undefined;
 
     // 5. Engine, restored from -stateDir / the live ConfigMap (G.3) before kubelet sees anything.
+    let workModeSmp = false;
+    if (kind === 'Ascend910') {
+      try {
+        workModeSmp = dcmi.getNpuWorkMode(chips[0]!.cardId) !== 0; // dcmi-abi §4: 0 = AMP, other = SMP
+      } catch (err) {
+        log.warn({ error: message(err) }, 'dcmi_get_npu_work_mode failed: 910A taken as AMP (no task-aware reset)');
+      }
+    }
+    // hot-reset §1.2: grace tolerance where the task-aware engine runs; D.7 post-rule: Duo cards share health (-hotReset=0)
+    const graceTolerance = flags.hotReset === 1 && isGraceToleranceSupported(kind, workModeSmp, 1);
+    const duoCards = (facts.productTypes ?? []).includes('Atlas 300I Duo');
+    const healthGroups =
+      flags.hotReset === 0 && duoCards
+        ? [...new Set(chips.map((c) => c.cardId))].map((card) =>
+            chips.filter((c) => c.cardId === card).map((c) => c.logicId),
+          )
+        : undefined;
     const engine = new FaultEngine(policySource.current(), {
       chips: chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId })),
       runMode,
+      graceTolerance,
+      ...(healthGroups ? { healthGroups } : {}),
     });
     const persistence = new EngineStatePersistence({ dir: flags.stateDir, nodeName: config.nodeName, logger: log });
     let restored: RestoreResult | undefined;
@@ -514,11 +544,14 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         ...(events ? { events } : {}),
         view: (now) =>
           lab.applyToView(
-            deviceInfoViewOf(
-              store.withResetOverrides(engine.snapshot()),
-              engine,
-              { runMode, resourceName, superPodId, serverIndex },
-              now,
+            withRecovering(
+              deviceInfoViewOf(
+                store.withResetOverrides(engine.snapshot()),
+                engine,
+                { runMode, resourceName, superPodId, serverIndex },
+                now,
+              ),
+              store.resetOverrides().recovering,
             ),
           ),
         separation: engineSeparationHost(engine, runMode, () => store.tick()),
@@ -670,14 +703,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       const w = resetCms;
       cleanups.push({ what: 'reset ConfigMaps', run: () => w.stop() });
     }
-    let workModeSmp = false;
-    if (kind === 'Ascend910') {
-      try {
-        workModeSmp = dcmi.getNpuWorkMode(chips[0]!.cardId) !== 0; // dcmi-abi §4: 0 = AMP, other = SMP
-      } catch (err) {
-        log.warn({ error: message(err) }, 'dcmi_get_npu_work_mode failed: 910A taken as AMP (no task-aware reset)');
-      }
-    }
     const logicOfPhy = new Map(chips.map((c) => [c.phyId, c.logicId]));
     const resetChipsView = (): readonly ChipResetView[] =>
       engine.snapshot().map((v) => ({
@@ -687,51 +712,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         healthy: v.health === 'Healthy',
         podUsed: v.podUsed,
       }));
-    const reset = new ResetRuntime({
-      mode: flags.hotReset as -1 | 0 | 1 | 2,
-      clock,
-      logger: log,
-      facts: {
-        kind,
-        usage: deviceUsageOf(kind, facts.boardId, labeler?.nodeLabels() ?? {}),
-        boardId: facts.boardId,
-        chips: chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId, cardId: c.cardId, deviceId: c.deviceId })),
-        ...(facts.brotherCards ? { brotherCardOf: (card: number) => facts.brotherCards?.[card] } : {}),
-        duo: (facts.productTypes ?? []).includes('Atlas 300I Duo'),
-      },
-      workModeSmp,
-      listWatchPeriodMs: flags.listWatchPeriod * 1000,
-      timeScale: flags.resetTimePercent / 100,
-      grace: () => policySource.current().customization.grace,
-      dcmi: resetDcmiOf(dcmi, chips),
-      configMapApi: configMapPort,
-      configMapCache: resetCms ?? { get: () => undefined },
-      nodeAnnotations: annotationPort,
-      events: (e) => {
-        const where = e.pod ? ` (pod ${e.pod.namespace}/${e.pod.name})` : '';
-        events?.record({ type: e.type, reason: e.reason, message: `${e.message}${where}`, brief: e.reason });
-      },
-      store: {
-        chips: resetChipsView,
-        onChange: (listener) => store.onChange(() => listener()),
-        setResetOverrides: (healthy, networkHealthy) => {
-          store.setResetOverrides(healthy, networkHealthy);
-          publisher?.changed();
-        },
-        markResync: (ids, why) => monitor.markResync(ids, why),
-        resyncApplied: async () => {
-          await new Promise((r) => setTimeout(r, 0));
-          await monitor.idle();
-          for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
-        },
-      },
-      pods: () => pods?.pods() ?? [],
-      logicIdOfPhy: (phy) => logicOfPhy.get(phy),
-      stateDir: flags.stateDir,
-      hostRoot: flags.hostRoot,
-    });
-    late.reset = reset;
-    cleanups.push({ what: 'reset', run: () => reset.stop() });
 
     store.start();
     await monitor.start(); // before registering with kubelet: the first list is DCMI's truth
@@ -744,8 +724,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         undefined,
       );
     }
-    if (resetCms) void withTimeout(resetCms.start(), apiTimeout, undefined);
-    reset.start();
 
     // Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1).
     if (labeler) {
@@ -773,6 +751,58 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       }
       lab.startRefresher();
     }
+
+    // The reset layer, once the Node's labels are known (server-usage, hot-reset §1.3).
+    const reset = new ResetRuntime({
+      mode: flags.hotReset as -1 | 0 | 1 | 2,
+      clock,
+      logger: log,
+      facts: {
+        kind,
+        usage: deviceUsageOf(kind, facts.boardId, labeler?.nodeLabels() ?? {}),
+        boardId: facts.boardId,
+        chips: chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId, cardId: c.cardId, deviceId: c.deviceId })),
+        ...(facts.brotherCards ? { brotherCardOf: (card: number) => facts.brotherCards?.[card] } : {}),
+        duo: (facts.productTypes ?? []).includes('Atlas 300I Duo'),
+      },
+      workModeSmp,
+      listWatchPeriodMs: flags.listWatchPeriod * 1000,
+      timeScale: flags.resetTimePercent / 100,
+      grace: () => policySource.current().customization.grace,
+      dcmi: resetDcmiOf(dcmi, chips),
+      configMapApi: configMapPort,
+      configMapCache: resetCms ?? { get: () => undefined },
+      nodeAnnotations: annotationPort,
+      events: (e) => {
+        metrics.resetEvent(e);
+        const where = e.pod ? ` (pod ${e.pod.namespace}/${e.pod.name})` : '';
+        events?.record({ type: e.type, reason: e.reason, message: `${e.message}${where}`, brief: e.reason });
+      },
+      store: {
+        chips: resetChipsView,
+        onChange: (listener) => store.onChange(() => listener()),
+        setResetOverrides: (healthy, networkHealthy, recovering) => {
+          store.setResetOverrides(healthy, networkHealthy, recovering);
+          publisher?.changed();
+        },
+        markResync: (ids, why) => monitor.markResync(ids, why),
+        resyncApplied: async () => {
+          await new Promise((r) => setTimeout(r, 0));
+          await monitor.idle();
+          for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+        },
+      },
+      pods: () => pods?.pods() ?? [],
+      podsSynced: () => pods?.synced ?? true,
+      logicIdOfPhy: (phy) => logicOfPhy.get(phy),
+      stateDir: flags.stateDir,
+      hostRoot: flags.hostRoot,
+    });
+    late.reset = reset;
+    metrics.followReset(() => reset.status());
+    cleanups.push({ what: 'reset', run: () => reset.stop() });
+    if (resetCms) void withTimeout(resetCms.start(), apiTimeout, undefined);
+    reset.start();
 
     // 8. Kubelet (spec A.2 last step): wait for the directory, register every resource.
     let mgr: DevicePluginManager;
@@ -824,6 +854,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         server = await startObservabilityServer({
           address: flags.metricsAddress,
           registry,
+          status: () =>
+            agentStatus({ node: config.nodeName, now: Date.now(), state: store.snapshot(), reset: reset.status() }),
           readiness: {
             dcmi: () => (dcmi.closed ? { ok: false, reason: 'DCMI closed' } : { ok: true }),
             kubelet: () => {

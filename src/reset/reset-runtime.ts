@@ -51,7 +51,12 @@ export interface ResetStorePort {
   /** Called after every published snapshot. */
   onChange(listener: () => void): () => void;
   /** §3.10: chips to report Healthy / NetworkHealthy whatever the engine says. */
-  setResetOverrides(healthy: ReadonlySet<number>, networkHealthy: ReadonlySet<number>): void;
+  /** Also: chips an offline reset is rebooting, reported Unhealthy / NetworkUnhealthy and `-Recovering` meanwhile. */
+  setResetOverrides(
+    healthy: ReadonlySet<number>,
+    networkHealthy: ReadonlySet<number>,
+    recovering: ReadonlySet<number>,
+  ): void;
   /** D.5 re-sync through the health monitor. */
   markResync(logicIds: readonly number[], why: string): void;
   /** Resolves when the re-sync reads requested so far have been applied to the store. */
@@ -79,6 +84,12 @@ export interface ResetRuntimeOptions {
   readonly store: ResetStorePort;
   /** The node's pods (any phase). */
   readonly pods: () => readonly ResetPod[];
+  /**
+   * Whether the pod cache has listed once (default: always). Before that the engines do not run: every task would
+   * look gone (a resumed episode would be abandoned and isolated, §1.6 `UpdateFreeTask`) and every chip free of pods
+   * (§J.6), as after an agent restart while the API server is slow.
+   */
+  readonly podsSynced?: () => boolean;
   readonly logicIdOfPhy: (phyId: number) => number | undefined;
   /** Folder for `reset-episodes.json` (online episodes survive a restart); undefined = not kept. */
   readonly stateDir?: string;
@@ -218,6 +229,8 @@ export class ResetRuntime {
   #unsubscribe: (() => void) | undefined;
   #stopped = true;
   #lastOverrides = '';
+  #recovering: ReadonlySet<number> = new Set();
+  #waitingForPodsLogged = false;
 
   constructor(options: ResetRuntimeOptions) {
     checkRuntimeOptions(options);
@@ -267,6 +280,10 @@ export class ResetRuntime {
       events: options.events,
       logger: this.#log,
       isExcluded: (id) => this.#isTaskChip(id),
+      onResettingChange: (chips) => {
+        this.#recovering = chips;
+        this.#pushOverrides();
+      },
     });
     // §2.8: the file landing runs on every 910-family node, whatever the mode.
     if (ringSize > 0) {
@@ -378,6 +395,12 @@ export class ResetRuntime {
   }
 
   #cycle(): void {
+    if (this.#o.podsSynced?.() === false) {
+      // the pod cache's first list triggers podsChanged(), which schedules the first real cycle
+      if (!this.#waitingForPodsLogged) this.#log.info('reset engines wait for the first list of the node pods');
+      this.#waitingForPodsLogged = true;
+      return;
+    }
     const chips = this.#o.store.chips();
     if (this.#online) {
       const { tasks, problems } = discoverTasks({
@@ -405,12 +428,13 @@ export class ResetRuntime {
   }
 
   #pushOverrides(): void {
-    if (!this.#online) return;
-    const o = this.#online.healthOverrides();
-    const key = `${[...o.healthy].sort((a, b) => a - b).join(',')}|${[...o.networkHealthy].sort((a, b) => a - b).join(',')}`;
+    const none: ReadonlySet<number> = new Set();
+    const o = this.#online?.healthOverrides() ?? { healthy: none, networkHealthy: none };
+    const text = (set: ReadonlySet<number>): string => [...set].sort((a, b) => a - b).join(',');
+    const key = `${text(o.healthy)}|${text(o.networkHealthy)}|${text(this.#recovering)}`;
     if (key === this.#lastOverrides) return;
     this.#lastOverrides = key;
-    this.#o.store.setResetOverrides(o.healthy, o.networkHealthy);
+    this.#o.store.setResetOverrides(o.healthy, o.networkHealthy, this.#recovering);
   }
 
   /** §3.4.1: the re-sync asked for has been read and applied, or the time ran out. */
