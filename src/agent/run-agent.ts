@@ -794,6 +794,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       },
       pods: () => pods?.pods() ?? [],
       podsSynced: () => pods?.synced ?? true,
+      configMapsSynced: () => resetCms?.synced ?? true,
       logicIdOfPhy: (phy) => logicOfPhy.get(phy),
       stateDir: flags.stateDir,
       hostRoot: flags.hostRoot,

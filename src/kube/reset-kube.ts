@@ -110,6 +110,11 @@ export class ResetConfigMapWatcher implements ConfigMapCache {
     return this.#watch.start();
   }
 
+  /** True once the first list has succeeded. */
+  get synced(): boolean {
+    return this.#watch.synced;
+  }
+
   stop(): void {
     this.#watch.stop();
   }

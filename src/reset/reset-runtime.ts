@@ -21,7 +21,7 @@ import { isGraceToleranceSupported } from './policy.js';
 import { ResetConfigMapWriter } from './reset-configmap.js';
 import { ResetInfoManager } from './reset-info.js';
 import { onlineRingSize } from './rings.js';
-import { deviceAnnotationKey, discoverTasks, type ResetTask } from './tasks.js';
+import { deviceAnnotationKey, discoverTasks, taskNameOf, type ResetTask } from './tasks.js';
 import type {
   ChipResetView,
   ConfigMapApi,
@@ -90,6 +90,12 @@ export interface ResetRuntimeOptions {
    * (§J.6), as after an agent restart while the API server is slow.
    */
   readonly podsSynced?: () => boolean;
+  /**
+   * Whether the reset-ConfigMap cache has listed once (default: always). Before that the online engine does not run:
+   * every task's ConfigMap would look missing (a Warning per task at every start) and a resumed episode could not
+   * tell whether its task is already isolated.
+   */
+  readonly configMapsSynced?: () => boolean;
   readonly logicIdOfPhy: (phyId: number) => number | undefined;
   /** Folder for `reset-episodes.json` (online episodes survive a restart); undefined = not kept. */
   readonly stateDir?: string;
@@ -108,6 +114,8 @@ export interface ResetStatus {
 }
 
 const EPISODE_FILE = 'reset-episodes.json';
+/** Written by the agent on a pod it has allocated (spec I.3); absent on a pod newly placed here. */
+const ASCEND_REAL_ANNOTATION = 'huawei.com/AscendReal';
 const MAX_EPISODE_FILE_BYTES = 4 * 1024 * 1024;
 
 /** Online episodes in `<stateDir>/reset-episodes.json`, written atomically; a bad file is set aside, not trusted. */
@@ -231,6 +239,8 @@ export class ResetRuntime {
   #lastOverrides = '';
   #recovering: ReadonlySet<number> = new Set();
   #waitingForPodsLogged = false;
+  #waitingForConfigMapsLogged = false;
+  #writer: ResetConfigMapWriter | undefined;
 
   constructor(options: ResetRuntimeOptions) {
     checkRuntimeOptions(options);
@@ -258,7 +268,10 @@ export class ResetRuntime {
         dcmi: options.dcmi,
         facts: options.facts,
         ringSize,
-        writer: new ResetConfigMapWriter({ api: options.configMapApi, now: () => options.clock.now() }),
+        writer: (this.#writer = new ResetConfigMapWriter({
+          api: options.configMapApi,
+          now: () => options.clock.now(),
+        })),
         configMaps: options.configMapCache,
         hooks,
         coordinator: this.#coordinator,
@@ -341,9 +354,34 @@ export class ResetRuntime {
     for (const [key, p] of present) {
       const known = this.#knownPods.has(key);
       this.#knownPods.set(key, p);
-      if (!known) this.#fileSync?.podAdded(p);
+      if (known) continue;
+      this.#fileSync?.podAdded(p);
+      this.#clearAfterReschedule(p);
     }
     this.#schedule();
+  }
+
+  /**
+   * §2.6 (mode 1): a pod newly placed here that the agent has not annotated yet (`huawei.com/AscendReal` absent)
+   * belongs to a rescheduled task: its reset ConfigMap is emptied (RankList [], RetryTime kept), which is how a task
+   * leaves the isolated state. A ConfigMap still "initialising" (UpdateTime 0) is left alone.
+   */
+  #clearAfterReschedule(pod: ResetPod): void {
+    const writer = this.#writer;
+    if (!writer || pod.annotations[ASCEND_REAL_ANNOTATION] !== undefined) return;
+    const task = taskNameOf(pod);
+    if (task === undefined) return;
+    void writer.clearAfterReschedule(task, pod.namespace).then(
+      (written) => {
+        if (written)
+          this.#log.info({ task, namespace: pod.namespace, pod: pod.name }, 'reset ConfigMap cleared (§2.6)');
+      },
+      (err: unknown) =>
+        this.#log.warn(
+          { task, namespace: pod.namespace, err: (err as Error).message },
+          'reset ConfigMap not cleared for the rescheduled pod',
+        ),
+    );
   }
 
   /** A ConfigMap labelled `reset=true` was added, changed or deleted (the watch's cache is already updated). */
@@ -402,7 +440,12 @@ export class ResetRuntime {
       return;
     }
     const chips = this.#o.store.chips();
-    if (this.#online) {
+    const configMapsReady = this.#o.configMapsSynced?.() !== false;
+    if (this.#online && !configMapsReady && !this.#waitingForConfigMapsLogged) {
+      this.#waitingForConfigMapsLogged = true;
+      this.#log.info('task-aware reset waits for the first list of the reset ConfigMaps');
+    }
+    if (this.#online && configMapsReady) {
       const { tasks, problems } = discoverTasks({
         pods: this.#o.pods(),
         kind: this.#o.facts.kind,

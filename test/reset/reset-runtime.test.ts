@@ -138,6 +138,7 @@ interface RigOptions {
   /** The store's `podUsed` for every chip (default true). */
   readonly podUsed?: boolean;
   readonly stateDir?: string;
+  readonly configMapsSynced?: () => boolean;
 }
 
 /** One runtime over fakes; the lists it reads (`pods`) and the fakes stay reachable for the test. */
@@ -186,6 +187,7 @@ class RuntimeRig {
       logicIdOfPhy: (phy) => (ids.includes(phy) ? phy : undefined),
       hostRoot: this.hostRoot,
       ...(o.stateDir !== undefined && { stateDir: o.stateDir }),
+      ...(o.configMapsSynced !== undefined && { configMapsSynced: o.configMapsSynced }),
     };
     this.runtime = new ResetRuntime(options);
   }
@@ -302,6 +304,57 @@ describe('reset runtime', () => {
       r.dcmi.setAll(F1_CHIPS, { processes: 1 });
       return r;
     };
+
+    test('§2.3 the online engine waits for the first list of the reset ConfigMaps', async () => {
+      let synced = false;
+      const r = f1({ configMapsSynced: () => synced });
+      r.store.set(3, 'RestartNPU', [CODE.restartNpu]);
+      r.runtime.start();
+      await settle();
+      expect(r.cms.resetDocs()).toHaveLength(0);
+      expect(r.events).toEqual([]);
+      synced = true;
+      r.store.emit();
+      await settle();
+      expect(r.cms.resetDocs().map(triple)).toEqual(['unrecovered/reset/reset']);
+    });
+
+    const isolatedText =
+      '{"RankList":[{"RankId":8,"LogicId":0,"Status":"failed","Policy":"isolate","InitialPolicy":"reset",' +
+      '"ErrorCode":[],"ErrorCodeHex":""}],"UpdateTime":1748400151,"RetryTime":1,"FaultFlushing":false,' +
+      '"GracefulExit":0,"RestartFaultProcess":false}';
+
+    test('§2.6 HR-21 a newly placed pod of the task (no huawei.com/AscendReal yet) empties its reset ConfigMap', async () => {
+      const r = rig({ mode: 1 });
+      r.cms.put({
+        namespace: 'default',
+        name: 'reset-config-job1',
+        labels: { reset: 'true' },
+        data: { 'reset.json': isolatedText, checkCode: '', restartType: 'hotReset' },
+      });
+      r.pods = [f1Task().pod];
+      r.runtime.start();
+      await settle();
+      const docs = r.cms.resetDocs();
+      expect(docs.map((d) => [d.RankList.length, d.RetryTime])).toEqual([[0, 1]]);
+      expect(r.cms.current('default', 'reset-config-job1')!.data.restartType).toBe('hotReset');
+    });
+
+    test('§2.6 a pod the agent has already annotated (huawei.com/AscendReal) leaves the ConfigMap alone', async () => {
+      const r = rig({ mode: 1 });
+      r.cms.put({
+        namespace: 'default',
+        name: 'reset-config-job1',
+        labels: { reset: 'true' },
+        data: { 'reset.json': isolatedText, checkCode: '' },
+      });
+      const pod = f1Task().pod;
+      r.pods = [{ ...pod, annotations: { ...pod.annotations, 'huawei.com/AscendReal': 'Ascend910-0' } }];
+      r.runtime.start();
+      await settle();
+      expect(r.cms.resetDocs()).toHaveLength(0);
+      expect(r.cms.current('default', 'reset-config-job1')!.data['reset.json']).toBe(isolatedText);
+    });
 
     test('§3.3 a RestartNPU fault: the reset ConfigMap gets the unrecovered write', async () => {
       const r = f1();
