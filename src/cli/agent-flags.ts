@@ -127,7 +127,13 @@ export const AGENT_FLAGS = {
     feature: 'slow-node env in Allocate (enableSlowNode)',
     help: 'add PERF_DUMP_PATH/PERF_DUMP_CONFIG in Allocate',
   },
-  thirdPartyScanDelay: { kind: 'int', def: 300, min: 0, support: 'no-effect', help: 'dead upstream code path (J.9)' },
+  thirdPartyScanDelay: {
+    kind: 'int',
+    def: 300,
+    min: 0,
+    support: 'no-effect',
+    help: '910A3 rescan after a failed out-of-band reset: not built (docs/hot-reset.md)',
+  },
   deviceResetTimeout: {
     kind: 'int',
     def: 600,
