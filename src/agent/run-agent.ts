@@ -628,6 +628,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
           const r = await annotator.annotate(deviceType, held);
           annotateFailedLogged = false;
           if (r.patched.length > 0) log.info({ pods: r.patched }, 'pod annotations written (I.3)');
+          for (const key of r.patched) {
+            const slash = key.indexOf('/');
+            late.reset?.podAnnotated(key.slice(0, slash), key.slice(slash + 1)); // hot-reset §2.6
+          }
           if (r.failed.length > 0) log.warn({ pods: r.failed }, 'pod annotations not written; next cycle');
         } while (annotateAgain && !stopped);
       } catch (err) {

@@ -114,8 +114,6 @@ export interface ResetStatus {
 }
 
 const EPISODE_FILE = 'reset-episodes.json';
-/** Written by the agent on a pod it has allocated (spec I.3); absent on a pod newly placed here. */
-const ASCEND_REAL_ANNOTATION = 'huawei.com/AscendReal';
 const MAX_EPISODE_FILE_BYTES = 4 * 1024 * 1024;
 
 /** Online episodes in `<stateDir>/reset-episodes.json`, written atomically; a bad file is set aside, not trusted. */
@@ -354,21 +352,26 @@ export class ResetRuntime {
     for (const [key, p] of present) {
       const known = this.#knownPods.has(key);
       this.#knownPods.set(key, p);
-      if (known) continue;
-      this.#fileSync?.podAdded(p);
-      this.#clearAfterReschedule(p);
+      if (!known) this.#fileSync?.podAdded(p);
     }
     this.#schedule();
   }
 
   /**
-   * §2.6 (mode 1): a pod newly placed here that the agent has not annotated yet (`huawei.com/AscendReal` absent)
-   * belongs to a rescheduled task: its reset ConfigMap is emptied (RankList [], RetryTime kept), which is how a task
-   * leaves the isolated state. A ConfigMap still "initialising" (UpdateTime 0) is left alone.
+   * §2.6 (mode 1): the agent has just written its annotations (`huawei.com/AscendReal`, spec I.3) on a pod newly
+   * placed here — the task was (re)scheduled, so its reset ConfigMap is emptied (RankList [], RetryTime kept), which
+   * is how a task leaves the isolated state. A ConfigMap still "initialising" (UpdateTime 0) is left alone. Called
+   * by the pod-annotation step, as upstream does it there; a pod merely seen again after an agent restart is not
+   * "newly placed".
    */
+  podAnnotated(namespace: string, name: string): void {
+    const pod = this.#o.pods().find((p) => p.namespace === namespace && p.name === name);
+    if (pod) this.#clearAfterReschedule(pod);
+  }
+
   #clearAfterReschedule(pod: ResetPod): void {
     const writer = this.#writer;
-    if (!writer || pod.annotations[ASCEND_REAL_ANNOTATION] !== undefined) return;
+    if (!writer) return;
     const task = taskNameOf(pod);
     if (task === undefined) return;
     void writer.clearAfterReschedule(task, pod.namespace).then(

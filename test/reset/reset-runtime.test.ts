@@ -324,33 +324,33 @@ describe('reset runtime', () => {
       '"ErrorCode":[],"ErrorCodeHex":""}],"UpdateTime":1748400151,"RetryTime":1,"FaultFlushing":false,' +
       '"GracefulExit":0,"RestartFaultProcess":false}';
 
-    test('§2.6 HR-21 a newly placed pod of the task (no huawei.com/AscendReal yet) empties its reset ConfigMap', async () => {
-      const r = rig({ mode: 1 });
+    const isolatedConfigMap = (r: RuntimeRig): void =>
       r.cms.put({
         namespace: 'default',
         name: 'reset-config-job1',
         labels: { reset: 'true' },
         data: { 'reset.json': isolatedText, checkCode: '', restartType: 'hotReset' },
       });
+
+    test('§2.6 HR-21 the agent annotates a newly placed pod of the task: its reset ConfigMap is emptied', async () => {
+      const r = rig({ mode: 1 });
+      isolatedConfigMap(r);
       r.pods = [f1Task().pod];
       r.runtime.start();
+      await settle();
+      r.runtime.podAnnotated('default', 'job1-w1');
       await settle();
       const docs = r.cms.resetDocs();
       expect(docs.map((d) => [d.RankList.length, d.RetryTime])).toEqual([[0, 1]]);
       expect(r.cms.current('default', 'reset-config-job1')!.data.restartType).toBe('hotReset');
     });
 
-    test('§2.6 a pod the agent has already annotated (huawei.com/AscendReal) leaves the ConfigMap alone', async () => {
+    test('§2.6 a pod merely seen again (agent restart) leaves an isolated ConfigMap alone', async () => {
       const r = rig({ mode: 1 });
-      r.cms.put({
-        namespace: 'default',
-        name: 'reset-config-job1',
-        labels: { reset: 'true' },
-        data: { 'reset.json': isolatedText, checkCode: '' },
-      });
-      const pod = f1Task().pod;
-      r.pods = [{ ...pod, annotations: { ...pod.annotations, 'huawei.com/AscendReal': 'Ascend910-0' } }];
+      isolatedConfigMap(r);
+      r.pods = [f1Task().pod];
       r.runtime.start();
+      r.runtime.podsChanged();
       await settle();
       expect(r.cms.resetDocs()).toHaveLength(0);
       expect(r.cms.current('default', 'reset-config-job1')!.data['reset.json']).toBe(isolatedText);
