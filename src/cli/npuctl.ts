@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npuctl`: the admin CLI (architecture §7). Composition root: `config check` and `policy replay` are built
- * here over src/faults; `status` reads a running agent's `/status` (issue [F]); `separation` comes with issue [D].
+ * here over src/faults; `status` reads a running agent's `/status` (issue [F]); `separation` reads and edits the
+ * device-info ConfigMaps through the API server (issue [D]).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,6 +13,16 @@ import { handleHelpAndVersion, packageVersion } from './common.js';
 import { checkConfig, renderConfigCheck } from './npuctl/config-check.js';
 import { UsageError, readTextFile } from './npuctl/io.js';
 import { DEFAULT_REPLAY_START, describeTransition, replay } from './npuctl/replay.js';
+import {
+  SeparationError,
+  checkChipName,
+  checkNodeName,
+  listSeparation,
+  openKube,
+  releaseChip,
+  renderList,
+  renderRelease,
+} from './npuctl/separation.js';
 import { AgentUnreachableError, DEFAULT_AGENT_URL, DEFAULT_STATUS_TIMEOUT_MS, statusCommand } from './npuctl/status.js';
 import { MAX_TIMELINE_BYTES, parseScenarioChips, parseTimeline } from './npuctl/timeline.js';
 
@@ -27,8 +38,12 @@ Commands:
   status [--agent URL] [--json] [--timeout MS]
       Ask a running agent (default ${DEFAULT_AGENT_URL}) for its chips and chip-reset state: one row per chip
       and reset engine, then the tasks of the task-aware engine. Exit 1 when the agent cannot be reached.
-  separation list|release
-      Not built yet (issue [D]).
+  separation list [--node N] [--json] [--kubeconfig F]
+      Show the manually separated chips (ManuallySeparateNPU) of one node's device-info ConfigMap or of every
+      node's, and which device-info lists (Unhealthy, Fault, ...) name each.
+  separation release --node N --chip NAME [--kubeconfig F]
+      Delete one chip name from the node's ManuallySeparateNPU (conflict-checked; no other key is touched); the
+      agent releases the chip at its next write. Exit 1 when the chip is not separated or the API call fails.
 
 Options: --help, --version. Run "npuctl <command> --help" for a command's options.
 `;
@@ -127,12 +142,43 @@ function buildProgram(): Command {
         throw new UsageError(`--timeout must be a number of milliseconds > 0, got ${JSON.stringify(o.timeout)}`);
       out(await statusCommand({ agent: o.agent, json: o.json ?? false, timeoutMs: Number(o.timeout) }));
     });
-  program
+  const separation = program
     .command('separation')
-    .allowUnknownOption()
-    .argument('[args...]')
-    .action(() => {
-      throw new UsageError('separation: not built yet (issue [D])');
+    .description('manually separated chips in the device-info ConfigMaps')
+    .exitOverride();
+  separation
+    .command('list')
+    .description('show the ManuallySeparateNPU chips of one node or of every node')
+    .option('--node <name>', "one node's ConfigMap (default: every mindx-dl-deviceinfo-* of kube-system)")
+    .option('--json', 'machine-readable output')
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)')
+    .exitOverride()
+    .action(async (o: { node?: string; json?: boolean; kubeconfig?: string }) => {
+      const node = o.node !== undefined ? checkNodeName(o.node) : undefined;
+      const kube = await openKube(o.kubeconfig, process.env);
+      try {
+        const nodes = await listSeparation(kube, node);
+        out(o.json ? `${JSON.stringify({ server: kube.server, nodes })}\n` : renderList(nodes, kube.server));
+      } finally {
+        kube.close();
+      }
+    });
+  separation
+    .command('release')
+    .description("delete one chip's name from a node's ManuallySeparateNPU (the agent then releases it)")
+    .option('--node <name>', 'the node')
+    .option('--chip <name>', 'the device name, e.g. Ascend910-3')
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)')
+    .exitOverride()
+    .action(async (o: { node?: string; chip?: string; kubeconfig?: string }) => {
+      const node = checkNodeName(o.node);
+      const chip = checkChipName(o.chip);
+      const kube = await openKube(o.kubeconfig, process.env);
+      try {
+        out(renderRelease(await releaseChip(kube, node, chip)));
+      } finally {
+        kube.close();
+      }
     });
   return program;
 }
@@ -153,7 +199,7 @@ async function main(argv: string[]): Promise<void> {
     } else if (e instanceof UsageError) {
       err(`npuctl: ${e.message}\n`);
       process.exitCode = 2;
-    } else if (e instanceof AgentUnreachableError) {
+    } else if (e instanceof AgentUnreachableError || e instanceof SeparationError) {
       err(`npuctl: ${e.message}\n`);
       process.exitCode = 1;
     } else throw e;
