@@ -9,12 +9,14 @@ import type * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { PROJECT_ROOT } from '../dcmi/bindings.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
-import { queryLinkStatus } from '../dcmi/hccn.js';
+import { queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';
 import { FileFaultConfigSource, type FaultConfigSource } from '../config/fault-config-source.js';
 import { FaultEngine, LINK_DOWN_CODE, PARAMETER_PLANE_CODES, type FaultEvent } from '../faults/index.js';
 import type { AgentConfig } from '../cli/agent-flags.js';
 import { discoverNode } from '../health/discovery.js';
+import { loadHangDetectionConfig } from '../health/hang-config.js';
+import { DEFAULT_CLOCK_TICKS, HangDetector, readClockTicksPerSecond } from '../health/hang-detector.js';
 import { HealthMonitor } from '../health/monitor.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import {
@@ -47,7 +49,7 @@ import { ResetRuntime } from '../reset/reset-runtime.js';
 import { isGraceToleranceSupported } from '../reset/policy.js';
 import { deviceUsageOf } from '../reset/rings.js';
 import type { ChipResetView, ConfigMapApi, NodeAnnotationApi } from '../reset/types.js';
-import { managerName, runModeOf } from '../state/chip-kind.js';
+import { hasParameterPlane, managerName, runModeOf } from '../state/chip-kind.js';
 import { SYSTEM_CLOCK, type Clock } from '../state/clock.js';
 import { StoreDeviceSource } from '../state/device-source.js';
 import { NodeStateStore, type NodeState, type StoreChip } from '../state/store.js';
@@ -476,6 +478,22 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       logger: log,
     });
     cleanups.push({ what: 'monitor', run: () => monitor.stop() });
+    // D.9: hang events take the same path as the monitor's (recoveries are held 1 s by the detector).
+    const hangConfig = await loadHangDetectionConfig(flags.hangDetectionConfigFile, { logger: log });
+    const hang = new HangDetector({
+      dcmi,
+      chips,
+      config: hangConfig,
+      sink: (batch) => onEvents(batch),
+      clock,
+      ...(hasParameterPlane(kind)
+        ? { roceStats: (phy: number) => queryRoceStats({ toolPath: hccnTool, env: hccnEnv }, phy) }
+        : {}),
+      clockTicksPerSecond: readClockTicksPerSecond() ?? DEFAULT_CLOCK_TICKS,
+      state: store,
+      logger: log,
+    });
+    cleanups.push({ what: 'hang detector', run: () => hang.stop() });
     const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
     cleanups.push({ what: 'device source', run: () => devices.close() });
     const nameOf = (logicId: number): string => `${deviceType}-${byLogic.get(logicId)?.phyId ?? logicId}`;
@@ -719,6 +737,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
 
     store.start();
     await monitor.start(); // before registering with kubelet: the first list is DCMI's truth
+    hang.start();
     if (publisher) void withTimeout(publisher.start(), apiTimeout, undefined);
     if (pods) {
       const p = pods;
@@ -909,6 +928,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         clearInterval(periodic);
         await reset.stop(); // flows stop at their next step; running episodes stay in -stateDir for the next start
         monitor.stop();
+        hang.stop();
         store.stop();
         try {
           await mgr.stop(); // streams ended, sockets removed

@@ -204,6 +204,12 @@ export const AGENT_FLAGS = {
   devDir: { kind: 'string', def: '/dev', support: 'yes', help: 'where device nodes are looked for' },
   sysDir: { kind: 'string', def: '/sys', support: 'yes', help: 'NUMA and PCI lookups' },
   hostRoot: { kind: 'string', def: '/', support: 'yes', help: 'prefix of the host folders the agent writes' },
+  hangDetectionConfigFile: {
+    kind: 'string',
+    def: '/usr/local/hangDetectionConfig.json',
+    support: 'yes',
+    help: 'hang detection config (D.9; defaults when absent or unusable)',
+  },
   resetTimePercent: {
     kind: 'int',
     def: 100,
@@ -456,6 +462,7 @@ export function parseAgentArgs(
     'devDir',
     'sysDir',
     'hostRoot',
+    'hangDetectionConfigFile',
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }

@@ -24,8 +24,9 @@
  *   we read, a difference found this way is confirmed by a second read `reconcileConfirmMs` later and only what
  *   both reads agree on is sent (no double-counted occurrence for FaultFrequency).
  *
- * Hang detection (D.9) is not implemented.
+ * Hang detection (D.9) is src/health/hang-detector.ts; its synthetic code is left out of the DCMI diff here.
  */
+import { HANG_FAULT_CODE } from './hang-detector.js';
 import type { ChipAddress, FaultEvent as DcmiFaultEvent, FaultOverflow, FaultSubscription } from '../dcmi/dcmi.js';
 import type { LinkStatus } from '../dcmi/hccn.js';
 import {
@@ -570,7 +571,8 @@ export class HealthMonitor {
       return undefined;
     }
     const held = this.#heldRecoveries.get(chip.logicId);
-    const skip = (c: FaultCode): boolean => scope.skip.has(c) || (held?.has(c) ?? false);
+    // The hang detector's synthetic code (D.9) is never listed by DCMI: leave it to the detector.
+    const skip = (c: FaultCode): boolean => c === HANG_FAULT_CODE || scope.skip.has(c) || (held?.has(c) ?? false);
     const result: Diff = { occur: [], recover: [] };
     let view = this.#o.state.chip(chip.logicId);
     if (scope.chip && view) {

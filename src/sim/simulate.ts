@@ -103,6 +103,7 @@ export function sandboxFlags(
     `-stateDir=${path.join(dir, 'state')}`,
     `-faultCodeFile=${path.join(dir, 'faultCode.json')}`,
     `-faultCustomizationFile=${path.join(dir, 'faultCustomization.json')}`,
+    `-hangDetectionConfigFile=${path.join(dir, 'hangDetectionConfig.json')}`,
     `-logFile=${extra.logFile ?? ''}`,
     `-metricsAddress=127.0.0.1:0`,
     `-listWatchPeriod=${extra.listWatchPeriod ?? 3}`,

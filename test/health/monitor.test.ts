@@ -10,6 +10,7 @@ import { queryLinkStatus } from '../../src/dcmi/hccn.js';
 import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
 import { discoverNode } from '../../src/health/discovery.js';
+import { HANG_FAULT_CODE } from '../../src/health/hang-detector.js';
 import { HealthMonitor, type HealthMonitorOptions } from '../../src/health/monitor.js';
 import { runModeOf } from '../../src/state/chip-kind.js';
 import { StoreDeviceSource } from '../../src/state/device-source.js';
@@ -152,6 +153,14 @@ describe('D.5 lost-event compensation', () => {
     await r.h.control.request({ op: 'silentFault', logicId: 6, eventId: SEPARATE, assertion: 'recover' });
     await period(r);
     expect(r.store.chip(6)).toMatchObject({ health: 'Healthy', faultCodes: [] });
+  });
+
+  test("D.9 the hang detector's synthetic code is not cancelled by the reconcile (DCMI never lists it)", async () => {
+    const r = await setup('910b-8chip');
+    r.store.applyEvents([{ logicId: 2, code: HANG_FAULT_CODE, assertion: 'occur', severity: 2 }]);
+    await period(r);
+    await period(r);
+    expect(r.store.chip(2)!.faultCodes).toEqual(['200001002']);
   });
 
   test('beyond upstream: an event in flight during the reconcile is not counted twice', async () => {
