@@ -53,6 +53,8 @@ export class PublicFaultCache {
   #queue: PendingDelete[] = [];
   #head = 0;
   #version = 0;
+  /** per node: {@link PublicFaultCache.version} at its last change */
+  readonly #nodeVersions = new Map<string, number>();
 
   constructor(options: PublicFaultCacheOptions = {}) {
     this.cap = options.cap ?? PUBLIC_FAULT_CAP;
@@ -66,6 +68,15 @@ export class PublicFaultCache {
   /** Increases on every change of the entries (for cheap change detection). */
   get version(): number {
     return this.#version;
+  }
+
+  /**
+   * The store's {@link version} at the node's last insert or delete, undefined when the node has no entries. Never
+   * repeats for a node (versions only grow), so an unchanged value means the node's entries are the same objects
+   * in the same order; entries are frozen, so their content is unchanged too.
+   */
+  nodeVersion(node: string): number | undefined {
+    return this.#nodeVersions.get(node);
   }
 
   /** Deletes waiting in the queue. */
@@ -109,9 +120,13 @@ export class PublicFaultCache {
       m = new Map();
       this.#nodes.set(node, m);
     }
-    m.set(key, { ...record, devIds: [...record.devIds], assertion: 'occur', addTime: nowS });
+    // frozen: the processor's per-node cache (processor.ts) relies on entries never changing in place
+    m.set(
+      key,
+      Object.freeze({ ...record, devIds: Object.freeze([...record.devIds]), assertion: 'occur', addTime: nowS }),
+    );
     this.#size++;
-    this.#version++;
+    this.#nodeVersions.set(node, ++this.#version);
     return 'added';
   }
 
@@ -119,9 +134,14 @@ export class PublicFaultCache {
   delete(node: string, key: string): boolean {
     const m = this.#nodes.get(node);
     if (m === undefined || !m.delete(key)) return false;
-    if (m.size === 0) this.#nodes.delete(node);
     this.#size--;
     this.#version++;
+    if (m.size === 0) {
+      this.#nodes.delete(node);
+      this.#nodeVersions.delete(node);
+    } else {
+      this.#nodeVersions.set(node, this.#version);
+    }
     return true;
   }
 

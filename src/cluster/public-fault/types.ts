@@ -48,16 +48,16 @@ export type PublicFaultLevel = 'SeparateNPU' | 'PreSeparateNPU' | 'SubHealthFaul
  */
 export interface PublicFaultRecord {
   /** the sender; kept as such (upstream re-derives it from the key, see docs/public-faults.md) */
-  resource: string;
-  faultId: string;
-  faultType: string;
-  faultCode: string;
-  level: PublicFaultLevel;
-  devIds: number[];
+  readonly resource: string;
+  readonly faultId: string;
+  readonly faultType: string;
+  readonly faultCode: string;
+  readonly level: PublicFaultLevel;
+  readonly devIds: readonly number[];
   /** s: floor(faultTime ms / 1000) */
-  faultTime: number;
+  readonly faultTime: number;
   /** always `occur` once stored (§2.7) */
-  assertion: 'occur';
+  readonly assertion: 'occur';
   /** s: when the entry was inserted */
-  addTime: number;
+  readonly addTime: number;
 }

@@ -181,3 +181,45 @@ describe('§2.8 the 50,000 cap', () => {
     expect(c.insert('node-1', 'b', rec(), S)).toBe('capped');
   });
 });
+
+describe('per-node version and frozen entries (the processor cache relies on them)', () => {
+  test('nodeVersion changes on every insert and delete of that node only, never repeats, and is gone with the node', () => {
+    const c = new PublicFaultCache();
+    c.insert('node-1', 'a', rec(), S);
+    c.insert('node-2', 'a', rec(), S);
+    const v1 = c.nodeVersion('node-1')!;
+    const v2 = c.nodeVersion('node-2')!;
+    c.insert('node-1', 'b', rec(), S);
+    const v1b = c.nodeVersion('node-1')!;
+    const refused = [c.insert('node-1', 'b', rec(), S), c.delete('node-1', 'zz'), c.nodeVersion('node-1')];
+    c.delete('node-1', 'b');
+    const v1c = c.nodeVersion('node-1')!;
+    c.delete('node-1', 'a');
+    const gone = c.nodeVersion('node-1');
+    c.insert('node-1', 'a', rec(), S);
+    expect([
+      v1b > v1,
+      refused,
+      v1c > v1b,
+      gone,
+      c.nodeVersion('node-1')! > v1c,
+      c.nodeVersion('node-2') === v2,
+      c.nodeVersion('ghost'),
+    ]).toEqual([true, ['exists', false, v1b], true, undefined, true, true, undefined]);
+  });
+
+  test('expiry of a queued delete changes the version; stored entries are frozen copies', () => {
+    const c = new PublicFaultCache();
+    const ids = [0, 1];
+    c.apply('once', 'node-1', KEY, rec({ devIds: ids }), S);
+    const r = c.get('node-1', KEY)!;
+    ids.push(2);
+    expect([Object.isFrozen(r), Object.isFrozen(r.devIds), r.devIds]).toEqual([true, true, [0, 1]]);
+    const v = c.nodeVersion('node-1');
+    c.insert('node-1', 'other', rec(), S);
+    expect(c.nodeVersion('node-1')).not.toBe(v);
+    const v2 = c.nodeVersion('node-1');
+    c.expire(S + 5);
+    expect([c.has('node-1', KEY), c.nodeVersion('node-1') !== v2]).toEqual([false, true]);
+  });
+});
