@@ -33,7 +33,13 @@ import {
 } from './device-info.js';
 import type { EventSink } from './event-recorder.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
-import { decideWrite, type WritePolicyTiming, type WrittenSnapshot } from './write-policy.js';
+import {
+  decideWrite,
+  HEARTBEAT_INTERVAL_MS,
+  MIN_WRITE_INTERVAL_MS,
+  type WritePolicyTiming,
+  type WrittenSnapshot,
+} from './write-policy.js';
 import {
   ObjectWriteQueue,
   statusOf,
@@ -169,9 +175,23 @@ export class DeviceInfoPublisher {
   #pendingRemoved = new Map<string, UpgradeReason[]>();
   #force = false;
   #writing = false;
+  /** A decision was asked for while a write ran (or waited in the queue): decide again after it. */
   #dirty = false;
+  /** A state was handed to the queue and its attempt has not begun, or a failed attempt waits for its retry. */
+  #queued = false;
   #evalQueued = false;
+  /** The next decision also builds the content if nothing changed (the one after a successful write). */
+  #verify = false;
+  /**
+   * Counts {@link changed} calls. `#clean` is the count at the last build whose content was written, or found
+   * equal (spec H.4 `same`) to what was written: while the two are equal, nothing has changed since, and the
+   * decision needs no new build (spec H.4 writes at most once a second, while a fault storm changes the state
+   * thousands of times a second).
+   */
+  #changes = 0;
+  #clean = -1;
   #timer: unknown;
+  #timerAt: number | undefined;
   #seq = 0;
   #stopped = false;
   #operatorReleases = 0;
@@ -193,11 +213,14 @@ export class DeviceInfoPublisher {
         create: () => this.#attempt('create'),
         reconcile: (t) => Promise.resolve(t), // 409: the next attempt GETs the object again (fresh read)
       },
-      onError: (e, info) =>
+      onError: (e, info) => {
+        // A retry waits in the queue: it GETs the object again and builds the content of its time.
+        if (info.retryInMs !== undefined) this.#queued = true;
         this.#log.warn(
           { configMap: this.#name, status: info.status, retryInMs: info.retryInMs, error: String(e) },
           info.retryInMs === undefined ? 'device-info write rejected' : 'device-info write failed; retrying',
-        ),
+        );
+      },
     });
     if (options.watch !== undefined) {
       this.#watch = new ListWatch<k8s.V1ConfigMap>({
@@ -236,8 +259,17 @@ export class DeviceInfoPublisher {
     this.changed();
   }
 
-  /** The state changed (after a cycle): decide again whether to write. Returns at once. */
+  /**
+   * The state changed (after a cycle): decide again whether to write. Returns at once; only notes the change. The
+   * content is built when a write can be due (the last write is at least the minimum interval old), not per call.
+   */
   changed(): void {
+    this.#changes++;
+    this.#schedule();
+  }
+
+  /** Decides again in a microtask (calls of one tick coalesce). */
+  #schedule(): void {
     if (this.#stopped || this.#evalQueued) return;
     this.#evalQueued = true;
     queueMicrotask(() => {
@@ -251,6 +283,8 @@ export class DeviceInfoPublisher {
    * Event after the next successful write.
    */
   noteTransitions(transitions: readonly Transition[]): void {
+    // Called for every state snapshot: the chip names are looked up only when a transition asks for the Event.
+    if (!transitions.some((t) => t.kind === 'reasons-removed' && t.k8sEvent)) return;
     const names = new Map(this.#o.separation.chips().map((c) => [c.logicId, c.name]));
     for (const t of transitions) {
       if (t.kind !== 'reasons-removed' || !t.k8sEvent) continue;
@@ -287,8 +321,7 @@ export class DeviceInfoPublisher {
   stop(): void {
     this.#stopped = true;
     this.#watch?.stop();
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#disarm();
     this.#queue.close();
   }
 
@@ -327,39 +360,89 @@ export class DeviceInfoPublisher {
     });
   }
 
+  /**
+   * spec H.4 as {@link decideWrite} decides it, building the content only when the decision depends on it: a change
+   * (or a foreign edit) within the minimum interval is decided when the interval ends; without a change since the
+   * last written (or found equal) content, the content is the same; a foreign edit is written regardless.
+   */
   #evaluate(): void {
     if (this.#stopped) return;
-    if (this.#writing) {
-      this.#dirty = true; // decided again when the write in flight is done (keeps writes ≥ 1 s apart)
-      return;
-    }
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
     const now = this.#clock.now();
-    const c = this.#content(now);
-    let d = decideWrite(this.#last, snapshotOf(c), now, this.#o.timing);
-    if (d.action === 'skip' && this.#force && this.#last !== undefined) {
-      const at = this.#last.writtenAtMs + (this.#o.timing?.minIntervalMs ?? 1000);
-      d = now < at ? { action: 'wait', atMs: at } : { action: 'write', why: 'changed' };
-    }
-    if (d.action === 'write') {
-      this.#force = false;
-      this.#queue.submit(++this.#seq);
+    const last = this.#last;
+    const minAt =
+      last === undefined ? now : last.writtenAtMs + (this.#o.timing?.minIntervalMs ?? MIN_WRITE_INTERVAL_MS);
+    if (this.#writing || this.#queued) {
+      // decided again when the write in flight (or waiting in the queue) is done (keeps writes ≥ 1 s apart)
+      this.#dirty = true;
+      if (this.#queued && this.#force) {
+        // The queued write GETs the object after this edit (G.2) and overwrites it: the edit is handled once it
+        // may be written (as a submission at that time would have been superseded by the queued one).
+        if (now >= minAt) this.#force = false;
+        else this.#arm(minAt, now);
+      }
       return;
     }
-    const at = d.action === 'wait' ? d.atMs : d.heartbeatAtMs;
+    const verify = this.#verify;
+    this.#verify = false;
+    if (last === undefined) {
+      this.#submit(); // spec H.4: the first write is always due
+      return;
+    }
+    const changed = this.#changes !== this.#clean;
+    if (this.#force || changed) {
+      // A foreign edit is overwritten, a change written, at the end of the minimum interval at the earliest; a
+      // change that turns out the same (flapping) is found so then and not written.
+      if (now < minAt) return this.#arm(minAt, now);
+      if (this.#force) return this.#submit();
+    }
+    if (changed || verify) {
+      const mark = this.#changes;
+      const d = decideWrite(last, snapshotOf(this.#content(now)), now, this.#o.timing);
+      if (d.action === 'skip') {
+        this.#clean = mark; // the same as written: nothing to build until the next change
+        return this.#arm(d.heartbeatAtMs, now);
+      }
+      this.#clean = -1; // differs from what was written: decided by a build until written or found the same
+      return d.action === 'write' ? this.#submit() : this.#arm(d.atMs, now);
+    }
+    // Nothing changed since the written content: spec H.4 `same`; the heartbeat decides.
+    const heartbeatAt = last.writtenAtMs + (this.#o.timing?.heartbeatMs ?? HEARTBEAT_INTERVAL_MS);
+    if (now >= heartbeatAt) return this.#submit();
+    this.#arm(heartbeatAt, now);
+  }
+
+  #submit(): void {
+    this.#disarm();
+    this.#force = false;
+    this.#queued = true;
+    this.#queue.submit(++this.#seq);
+  }
+
+  /** Decides again at `at` (kept when already armed for that time, as in a storm of changes). */
+  #arm(at: number, now: number): void {
+    if (this.#timer !== undefined && this.#timerAt === at) return;
+    this.#disarm();
+    this.#timerAt = at;
     this.#timer = this.#clock.setTimeout(
       () => {
         this.#timer = undefined;
+        this.#timerAt = undefined;
         this.#evaluate();
       },
       Math.max(0, at - now),
     );
   }
 
+  #disarm(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = undefined;
+  }
+
   /** One write attempt: fresh read, G.2 reconcile, build, write. */
   async #attempt(how: 'update' | 'create'): Promise<void> {
     this.#writing = true;
+    this.#queued = false;
     try {
       const ns = DEVICE_INFO_NAMESPACE;
       let rv: string | undefined;
@@ -379,6 +462,7 @@ export class DeviceInfoPublisher {
         this.#lateStartup(undefined);
       }
       const now = this.#clock.now();
+      const mark = this.#changes;
       const content = this.#content(now);
       const body = deviceInfoConfigMap(this.#o.nodeName, content);
       if (rv !== undefined) body.metadata.resourceVersion = rv;
@@ -391,12 +475,12 @@ export class DeviceInfoPublisher {
               fieldManager: AGENT_FIELD_MANAGER,
             })
           : await this.#o.api.createNamespacedConfigMap({ namespace: ns, body, fieldManager: AGENT_FIELD_MANAGER });
-      this.#written(content, written, now);
+      this.#written(content, written, now, mark);
     } finally {
       this.#writing = false;
       if (this.#dirty) {
         this.#dirty = false;
-        this.changed();
+        this.#schedule();
       }
     }
   }
@@ -414,7 +498,8 @@ export class DeviceInfoPublisher {
     this.#o.separation.runCycle();
   }
 
-  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number): void {
+  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number): void {
+    this.#clean = mark; // changes after the build are decided again below
     this.#last = {
       deviceList: content.deviceList,
       manuallySeparate: content.data[KEY_MANUALLY_SEPARATE] ?? '',
@@ -437,7 +522,10 @@ export class DeviceInfoPublisher {
       this.#pendingRemoved = new Map();
     }
     this.#o.onWritten?.(content, now);
-    this.changed(); // arms the heartbeat, or writes what changed meanwhile (≥ 1 s later)
+    // Arms the heartbeat, or writes what changed meanwhile (≥ 1 s later). Compares the state now with the written
+    // content even without a change noted since the build, as every decision did before it built lazily.
+    this.#verify = true;
+    this.#schedule();
   }
 
   /** spec G.2 against the live object, plus the bad-input rule for hand-edited values. */

@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { restoreEngine } from '../../src/kube/engine-startup.js';
-import { readStartupValues } from '../../src/kube/device-info-publisher.js';
+import { DeviceInfoPublisher, engineSeparationHost, readStartupValues } from '../../src/kube/device-info-publisher.js';
 import { verifyDeviceInfoCfg } from '../../src/kube/device-info.js';
+import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
-import { CM, HBM, KubeHarness, NODE, SEP, until } from './harness.js';
+import { CM, HBM, KubeHarness, NODE, SEP, tick, until } from './harness.js';
 
 let api: KubeApiStandIn;
 let h: KubeHarness;
@@ -205,6 +206,89 @@ describe('H.4 outage', () => {
       api.writeCount({ resource: 'configmaps', name: CM }) - before,
       JSON.parse(live.DeviceInfoCfg!).DeviceInfo.DeviceList['huawei.com/Ascend910-Unhealthy'],
     ]).toEqual([1, expected]);
+  });
+});
+
+describe('H.4 the content is built when a write can be due, not per change', () => {
+  let views: number;
+
+  /** The harness's publisher, counting the builds of the content (one `view()` call each). */
+  async function counted(): Promise<void> {
+    views = 0;
+    h.publisher = new DeviceInfoPublisher({
+      api: h.core,
+      nodeName: NODE,
+      runMode: 'Ascend910',
+      view: (now) => {
+        views++;
+        return deviceInfoViewOf(
+          h.engine.snapshot(),
+          h.engine,
+          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
+          now,
+        );
+      },
+      separation: engineSeparationHost(h.engine, 'Ascend910', () => h.cycle()),
+      events: h.events,
+      confirmedManual: '',
+      clock: h.clock,
+    });
+    await h.publisher.start();
+    await h.settle();
+  }
+
+  const writes = (): number => api.writeCount({ resource: 'configmaps', name: CM });
+  const unhealthy = async (): Promise<string> =>
+    JSON.parse((await h.live()).DeviceInfoCfg!).DeviceInfo.DeviceList['huawei.com/Ascend910-Unhealthy'];
+
+  /** `n` cycles 10 ms apart flapping SeparateNPU on chip 3, each decided on its own (one microtask turn each). */
+  async function flap(n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      h.cycle([{ logicId: 3, code: SEP, assertion: i % 2 === 0 ? 'occur' : 'recover' }]);
+      await tick();
+      h.clock.advance(10);
+    }
+  }
+
+  test('H.4 51 changes within one write interval build nothing; at its end one build decides and one is written, showing the last state', async () => {
+    await counted();
+    expect([writes(), await unhealthy()]).toEqual([1, '']);
+    const before = views;
+    await flap(51); // ends with chip 3 faulty, 510 ms after the first write
+    expect(views - before).toBe(0);
+    await h.advance(489); // 999 ms after the first write: not yet
+    expect([writes(), views - before]).toEqual([1, 0]);
+    await h.advance(1); // exactly 1 s after it (H.4 "now - lastWrite < 1 s: wait")
+    expect([writes(), await unhealthy()]).toEqual([2, 'Ascend910-3']);
+    // the decision's build, the write's build (after the G.2 read) and the comparison after the write
+    expect(views - before).toBe(3);
+  });
+
+  test('H.4 changes ending in the written state are not written, and the heartbeat stays 5 min after the last write', async () => {
+    await counted();
+    const before = views;
+    await flap(50); // ends with chip 3 healthy again: the same as written
+    await h.advance(10_000);
+    expect([writes(), views - before]).toEqual([1, 1]);
+    await h.advance(5 * 60_000 - 10_500 - 1);
+    expect(writes()).toBe(1);
+    await h.advance(1);
+    expect(writes()).toBe(2);
+  });
+
+  test('H.4 a change after a quiet second is written at once, and the next one exactly 1 s later', async () => {
+    await counted();
+    await h.advance(5000);
+    const t0 = h.clock.now();
+    h.cycle([{ logicId: 3, code: SEP }]);
+    await h.settle();
+    expect([writes(), await unhealthy()]).toEqual([2, 'Ascend910-3']);
+    h.cycle([{ logicId: 5, code: SEP }]);
+    await h.settle();
+    await h.advance(999);
+    expect(writes()).toBe(2);
+    await h.advance(1);
+    expect([writes(), h.clock.now() - t0, await unhealthy()]).toEqual([3, 1000, 'Ascend910-3,Ascend910-5']);
   });
 });
 
