@@ -31,7 +31,7 @@ import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
 import { makeDeviceNodes, sandboxFlags } from '../src/sim/simulate.js';
-import { percentile } from './stats.js';
+import { percentile, stopChild } from './stats.js';
 
 const NODE = 'bench-node';
 const CODE = '80E3A201'; // SeparateNPU, no frequency rule
@@ -182,14 +182,7 @@ async function startSandbox(scenario: string): Promise<Sandbox> {
     resource,
     async close() {
       control.close();
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        // a wedged agent must not wedge the bench: SIGKILL after 15 s
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child);
       await kubelet.close();
       await api.stop();
       fs.rmSync(dir, { recursive: true, force: true });

@@ -36,7 +36,7 @@ import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
 import { makeDeviceNodes, sandboxFlags } from '../src/sim/simulate.js';
 import { TrainingSimulator } from '../src/sim/training-sim.js';
-import { median, percentile } from './stats.js';
+import { median, percentile, stopChild } from './stats.js';
 
 const NODE = 'bench-node';
 const RESOURCE = 'huawei.com/Ascend910';
@@ -227,13 +227,7 @@ async function startSandbox(
     health: (logicId) => kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
     async close() {
       control.close();
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child);
       await kubelet.close();
       await api.stop();
       fs.rmSync(dir, { recursive: true, force: true });

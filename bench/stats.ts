@@ -1,6 +1,7 @@
 /**
- * Small statistics helpers for the benches: percentiles over samples, median over runs.
+ * Small helpers for the benches: percentiles over samples, median over runs, stopping an agent child process.
  */
+import type { ChildProcess } from 'node:child_process';
 
 /** Nearest-rank percentile of `values` (0 < p ≤ 100). */
 export function percentile(values: readonly number[], p: number): number {
@@ -16,4 +17,14 @@ export function median(values: readonly number[]): number {
 
 export function fmt(n: number, digits = 3): string {
   return Number.isFinite(n) ? n.toFixed(digits) : String(n);
+}
+
+/** Stops an agent child process: SIGTERM, then SIGKILL after 15 s so that a wedged agent cannot wedge a bench. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
 }
