@@ -19,10 +19,8 @@
  * BENCH_AGENT_JS (another build of the agent, e.g. a checkout of an older commit, for before/after figures),
  * BENCH_AGENT_NODE_ARGS (extra `node` options for the agent, e.g. `--cpu-prof`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
@@ -30,10 +28,9 @@ import { DEVICE_INFO_NAMESPACE, KEY_DEVICE_INFO, deviceInfoConfigMapName } from 
 import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
-import { makeDeviceNodes, sandboxFlags } from '../src/sim/simulate.js';
-import { percentile, stopChild } from './stats.js';
+import { NODE, RESOURCE, startAgentSandbox } from './sandbox.js';
+import { percentile } from './stats.js';
 
-const NODE = 'bench-node';
 const CODE = '80E3A201'; // SeparateNPU, no frequency rule
 
 export interface E2eOptions {
@@ -117,14 +114,6 @@ function nodeArgs(): string[] {
 }
 
 /** A free TCP port on 127.0.0.1 (for the agent's `-metricsAddress`, so the bench can read its counters). */
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
-
 /** Sum of every sample of `name` (all label sets) in the agent's `/metrics`. */
 async function metricSum(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();
@@ -137,57 +126,14 @@ async function metricSum(url: string, name: string): Promise<number> {
 }
 
 async function startSandbox(scenario: string): Promise<Sandbox> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-e2e-'));
-  makeDeviceNodes(path.join(dir, 'dev'));
-  for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
-  fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
-  fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
-  const api = await KubeApiStandIn.start();
-  // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
-  api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE } });
-  const kubeconfig = path.join(dir, 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
-  const kubelet = await KubeletSimulator.start({ dir: path.join(dir, 'kubelet') });
-  const controlPath = path.join(dir, 'mock.sock');
-  const metricsPort = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeArgs(),
-      process.env.BENCH_AGENT_JS ?? path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'),
-      ...sandboxFlags(dir, { kubeconfig, listWatchPeriod: 5 }),
-      '-logLevel=2',
-      `-metricsAddress=127.0.0.1:${metricsPort}`, // the last one wins
-    ],
-    {
-      env: {
-        PATH: process.env.PATH,
-        NODE_NAME: NODE,
-        ASCEND_MOCK_SCENARIO: scenario,
-        ASCEND_MOCK_CONTROL: controlPath,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const resource = 'huawei.com/Ascend910';
-  await kubelet.waitForRegistration(resource, 0, 30_000);
-  const control = await MockControlClient.connect(controlPath);
-  return {
-    dir,
-    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-    api,
-    kubelet,
-    child,
-    control,
-    resource,
-    async close() {
-      control.close();
-      await stopChild(child);
-      await kubelet.close();
-      await api.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const sb = await startAgentSandbox({
+    prefix: 'npu-e2e-',
+    scenario,
+    nodeArgs: nodeArgs(),
+    ...(process.env.BENCH_AGENT_JS ? { agentJs: process.env.BENCH_AGENT_JS } : {}),
+    flags: ['-logLevel=2'],
+  });
+  return { ...sb, metricsUrl: `http://127.0.0.1:${sb.metricsPort}/metrics`, resource: RESOURCE };
 }
 
 function summary(v: number[]): { p50: number; p99: number; max: number } {

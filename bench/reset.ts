@@ -23,10 +23,8 @@
  * BENCH_RESET_STOP_MS (training side's stop delay, default 1000), BENCH_IDLE_SECONDS (default 60; 0 skips),
  * BENCH_RESET_FLOWS (comma list of offline,online,idle; default all), BENCH_RESET_LOG_DIR (keep each agent's log).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
@@ -34,12 +32,10 @@ import { encodeResetJson, parseResetJson } from '../src/reset/reset-configmap.js
 import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
-import { makeDeviceNodes, sandboxFlags } from '../src/sim/simulate.js';
 import { TrainingSimulator } from '../src/sim/training-sim.js';
-import { median, percentile, stopChild } from './stats.js';
+import { NODE, RESOURCE, startAgentSandbox } from './sandbox.js';
+import { median, percentile } from './stats.js';
 
-const NODE = 'bench-node';
-const RESOURCE = 'huawei.com/Ascend910';
 /** RestartNPU in the shipped faultCode.json, in no FaultFrequency / FaultDuration rule. */
 const RESTART_NPU_CODE = '8C03A000';
 const JOB = 'job1';
@@ -115,14 +111,6 @@ function summary(v: readonly number[]): Summary {
 
 const sleepMs = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
-
 async function until<T>(check: () => T | undefined | false, what: string, timeoutMs: number, stepMs = 10): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
@@ -179,60 +167,24 @@ async function startSandbox(
   flags: readonly string[],
   setup?: (api: KubeApiStandIn) => void,
 ): Promise<Sandbox> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-reset-bench-'));
-  makeDeviceNodes(path.join(dir, 'dev'));
-  for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
-  fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
-  fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
-  const api = await KubeApiStandIn.start();
-  api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE } });
-  setup?.(api);
-  const kubeconfig = path.join(dir, 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
-  const kubelet = await KubeletSimulator.start({ dir: path.join(dir, 'kubelet') });
-  const controlPath = path.join(dir, 'mock.sock');
-  const metricsPort = await freePort();
   // BENCH_RESET_LOG_DIR: keep each agent's log (info level) there, for a run that fails
   const logDir = process.env.BENCH_RESET_LOG_DIR;
-  const logFd = logDir ? fs.openSync(path.join(logDir, `agent-${path.basename(dir)}.log`), 'w') : 'ignore';
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'),
-      ...sandboxFlags(dir, { kubeconfig, listWatchPeriod: 5 }),
-      logDir ? '-logLevel=-1' : '-logLevel=1',
-      `-metricsAddress=127.0.0.1:${metricsPort}`,
-      ...flags,
-    ],
-    {
-      env: {
-        PATH: process.env.PATH,
-        NODE_NAME: NODE,
-        ASCEND_MOCK_SCENARIO: scenario,
-        ASCEND_MOCK_CONTROL: controlPath,
-      },
-      stdio: ['ignore', logFd, 'inherit'],
-    },
-  );
-  if (typeof logFd === 'number') fs.closeSync(logFd);
-  await kubelet.waitForRegistration(RESOURCE, 0, 30_000);
-  const control = await MockControlClient.connect(controlPath);
-  return {
-    dir,
-    api,
-    kubelet,
-    child,
-    control,
-    controlPath,
-    health: (logicId) => kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
-    async close() {
-      control.close();
-      await stopChild(child);
-      await kubelet.close();
-      await api.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const logFd = logDir ? fs.openSync(path.join(logDir, `agent-${Date.now()}-${process.pid}.log`), 'w') : 'ignore';
+  try {
+    const sb = await startAgentSandbox({
+      prefix: 'npu-reset-bench-',
+      scenario,
+      flags: [logDir ? '-logLevel=-1' : '-logLevel=1', ...flags],
+      stdout: logFd,
+      ...(setup ? { setup } : {}),
+    });
+    return {
+      ...sb,
+      health: (logicId) => sb.kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
+    };
+  } finally {
+    if (typeof logFd === 'number') fs.closeSync(logFd);
+  }
 }
 
 /**
