@@ -8,11 +8,12 @@
  *   off, so is a client that connects and sends nothing), the whole request within `requestTimeout`, an idle
  *   keep-alive connection closed after `keepAliveTimeout`, any connection without traffic for `idleTimeout` closed
  *   (a client that stops reading a response). Node checks the first two every `checkInterval`.
- * - Cap: at most `maxConnections` connections are open. A connection over the cap takes the place of the oldest one
- *   that is not being answered (waiting for its request, or idle between requests): a flood of idle sockets cannot
- *   lock out the kubelet probe that follows it, which sends its request at once. When every open connection is being
- *   answered the newcomer is closed instead. Either way the process never holds more than the cap (plus the one
- *   being accepted), so the descriptors for state saves and the kubelet sockets stay free.
+ * - Cap: at most `maxConnections` connections are open. A connection over the cap takes the place of one that is not
+ *   being answered (waiting for its request, or idle between requests): the oldest of those of the client address
+ *   that holds the most connections. So a flood of idle sockets from one address only replaces its own, and cannot
+ *   lock out the kubelet probe, which comes from the node's address and sends its request at once. When every open
+ *   connection is being answered the newcomer is closed instead. Either way the process never holds more than the
+ *   cap (plus the one being accepted), so the descriptors for state saves and the kubelet sockets stay free.
  */
 import http from 'node:http';
 import type { Socket } from 'node:net';
@@ -84,6 +85,8 @@ export interface LimitedServer {
 }
 
 interface Conn {
+  /** The client's address (the key of the per-address count). */
+  readonly address: string;
   /** Requests being answered on the connection (HTTP/1.1 pipelining: more than one). */
   busy: number;
 }
@@ -106,6 +109,29 @@ export function createLimitedServer(handler: http.RequestListener, limits: HttpL
   server.maxConnections = l.maxConnections + 1;
   // Map order is the eviction order: a connection moves to the end whenever it becomes idle.
   const conns = new Map<Socket, Conn>();
+  const perAddress = new Map<string, number>();
+  const forget = (socket: Socket): void => {
+    const conn = conns.get(socket);
+    if (!conn) return;
+    conns.delete(socket);
+    const n = (perAddress.get(conn.address) ?? 1) - 1;
+    if (n <= 0) perAddress.delete(conn.address);
+    else perAddress.set(conn.address, n);
+  };
+  /** The oldest idle connection of the address holding the most connections; `newcomer` only when nothing else. */
+  const victimFor = (newcomer: Socket): Socket => {
+    let victim = newcomer;
+    let most = 0;
+    for (const [s, c] of conns) {
+      if (c.busy > 0 || s === newcomer) continue;
+      const n = perAddress.get(c.address) ?? 0;
+      if (n > most) {
+        victim = s;
+        most = n;
+      }
+    }
+    return victim;
+  };
   let peak = 0;
   let evicted = 0;
   let refused = 0;
@@ -113,20 +139,15 @@ export function createLimitedServer(handler: http.RequestListener, limits: HttpL
     refused += 1;
   });
   server.on('connection', (socket: Socket) => {
-    const conn: Conn = { busy: 0 };
-    conns.set(socket, conn);
-    socket.once('close', () => conns.delete(socket));
+    const address = socket.remoteAddress ?? '';
+    conns.set(socket, { address, busy: 0 });
+    perAddress.set(address, (perAddress.get(address) ?? 0) + 1);
+    socket.once('close', () => forget(socket));
     if (conns.size > l.maxConnections) {
-      let victim: Socket = socket;
-      for (const [s, c] of conns) {
-        if (c.busy === 0 && s !== socket) {
-          victim = s;
-          break;
-        }
-      }
+      const victim = victimFor(socket);
       if (victim === socket) refused += 1;
       else evicted += 1;
-      conns.delete(victim);
+      forget(victim);
       victim.destroy();
     }
     peak = Math.max(peak, conns.size);

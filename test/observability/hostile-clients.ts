@@ -13,15 +13,23 @@ export interface HostileSocket {
   released: boolean;
 }
 
-/** Opens `n` sockets; `kind` `idle` sends nothing, `slowloris` sends half a header block. Resolves once connected. */
-export async function openSockets(port: number, n: number, kind: 'idle' | 'slowloris'): Promise<HostileSocket[]> {
+/**
+ * Opens `n` sockets; `kind` `idle` sends nothing, `slowloris` sends half a header block. Resolves once connected.
+ * `from` is the client address (any 127.x.y.z is this host on Linux; default 127.0.0.1).
+ */
+export async function openSockets(
+  port: number,
+  n: number,
+  kind: 'idle' | 'slowloris',
+  from = '127.0.0.1',
+): Promise<HostileSocket[]> {
   const out: HostileSocket[] = [];
   await Promise.all(
     Array.from(
       { length: n },
       () =>
         new Promise<void>((resolve) => {
-          const socket = net.connect(port, '127.0.0.1');
+          const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
           const h: HostileSocket = { socket, released: false };
           out.push(h);
           const release = (): void => {

@@ -28,8 +28,8 @@ async function start(registry = new Registry(), limits: Partial<HttpLimits> = FA
   return s;
 }
 
-async function open(port: number, n: number, kind: 'idle' | 'slowloris'): Promise<HostileSocket[]> {
-  const list = await openSockets(port, n, kind);
+async function open(port: number, n: number, kind: 'idle' | 'slowloris', from?: string): Promise<HostileSocket[]> {
+  const list = await openSockets(port, n, kind, from);
   sockets.push(...list);
   return list;
 }
@@ -106,6 +106,23 @@ describe('agent HTTP server: connection cap (issue 12 item 7)', () => {
     await until(() => held(all) === 0, 'every socket closed after the header timeout');
     expect(await getOnce(s.port, '/healthz')).toEqual({ status: 200, body: 'ok\n' });
     await until(() => s.connections().open === 0, 'no connection open');
+  });
+
+  test('issue 12 item 7 a flood from one address replaces its own connections, not the one of another address', async () => {
+    const s = await start(new Registry(), { ...FAST, headersTimeout: 5_000, requestTimeout: 5_000 });
+    const [kubelet] = await open(s.port, 1, 'idle', '127.0.0.2'); // connected, request not sent yet
+    const flood: HostileSocket[] = [];
+    for (let i = 0; i < 3; i++) {
+      flood.push(...(await open(s.port, CAP, 'idle')));
+      await until(() => held(flood) <= CAP - 1, 'the flood back at the cap minus the other client');
+    }
+    expect(kubelet!.released).toBe(false);
+    let answer = '';
+    kubelet!.socket.on('data', (d: Buffer) => (answer += d.toString()));
+    kubelet!.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await until(() => answer.endsWith('ok\n'), 'the /healthz answer on the older connection');
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(s.connections()).toMatchObject({ evicted: 2 * CAP + 1, refused: 0 });
   });
 
   test('issue 12 item 7 when every open connection is being answered, a new one is refused', async () => {
