@@ -184,7 +184,10 @@ function readTcp(): TcpEntry[] {
 /** Accepted TCP connections on `port` that process `pid` holds (not the listening socket, state 0A). */
 function serverConnections(tcp: readonly TcpEntry[], pid: number, port: number): number {
   const inodes = socketInodes(pid);
-  return tcp.filter((e) => e.port === port && e.state !== '0A' && inodes.has(e.inode)).length;
+  // /proc/net/tcp is read in chunks while sockets come and go: the same socket may be listed twice
+  const held = new Set<string>();
+  for (const e of tcp) if (e.port === port && e.state !== '0A' && inodes.has(e.inode)) held.add(e.inode);
+  return held.size;
 }
 
 function fdCount(pid: number): number {
