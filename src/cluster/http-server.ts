@@ -1,8 +1,15 @@
 /**
- * `/metrics`, `/healthz` and `/readyz` of the fault center.
+ * `/metrics`, `/healthz` and `/readyz` of the fault center, under the timeouts and the connection cap of
+ * {@link HttpLimits} (issue 12 item 7): idle and half-sent connections are closed, at most 64 are open.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type { Registry } from 'prom-client';
+import {
+  createLimitedServer,
+  httpLimits,
+  type ConnectionStats,
+  type HttpLimits,
+} from '../observability/http-limits.js';
 
 /** Parses `host:port` / `:port`. */
 export function parseListenAddress(address: string): { host: string | undefined; port: number } {
@@ -13,14 +20,27 @@ export function parseListenAddress(address: string): { host: string | undefined;
   return { host, port };
 }
 
-/** Starts the server; `ready()` decides `/readyz`. Resolves with the bound port. */
+/** The running server of {@link startHttpServer}. */
+export interface FaultCenterHttpServer {
+  readonly server: http.Server;
+  readonly port: number;
+  /** Open, peak, evicted and refused connections. */
+  connections(): ConnectionStats;
+}
+
+/**
+ * Starts the server; `ready()` decides `/readyz`. Resolves with the bound port. `limits` (tests) overrides the
+ * default timeouts and cap.
+ */
 export async function startHttpServer(
   address: string,
   registry: Registry,
   ready: () => boolean,
-): Promise<{ server: http.Server; port: number }> {
+  limits: Partial<HttpLimits> = {},
+): Promise<FaultCenterHttpServer> {
   const { host, port } = parseListenAddress(address);
-  const server = http.createServer((req, res) => {
+  const checked = httpLimits(limits);
+  const limited = createLimitedServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
       registry
@@ -48,11 +68,12 @@ export async function startHttpServer(
     }
     res.writeHead(404);
     res.end();
-  });
+  }, checked);
+  const server = limited.server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
   });
   const a = server.address();
-  return { server, port: typeof a === 'object' && a !== null ? a.port : port };
+  return { server, port: typeof a === 'object' && a !== null ? a.port : port, connections: () => limited.stats() };
 }

@@ -7,10 +7,15 @@
  *   probe (it is reported to kubelet as Unhealthy instead).
  * - `/status`: the agent's state as JSON (`npuctl status`, issue [F] item 4), when the `status` option is given,
  *   else 404; a document over {@link MAX_STATUS_BYTES} is refused with 500 rather than sent.
+ *
+ * Every connection is under the timeouts and the connection cap of {@link HttpLimits} (issue 12 item 7). Nothing
+ * here needs authentication: every endpoint is read-only, and docs/agent.md says what they reveal and how to keep
+ * them off the network.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { createLimitedServer, httpLimits, type ConnectionStats, type HttpLimits } from './http-limits.js';
 import { parseListenAddress } from './listen-address.js';
 
 /** Largest `/status` document served (bytes of JSON); `npuctl status` reads no more than this either. */
@@ -27,11 +32,16 @@ export interface ObservabilityServerOptions {
   readonly readiness?: Readonly<Record<string, ReadinessCheck>>;
   /** The `/status` document (JSON-serialisable); `/status` answers 404 when absent. */
   readonly status?: () => unknown;
+  /** Timeouts and connection cap; the defaults of `http-limits.ts` where not given. */
+  readonly limits?: Partial<HttpLimits>;
 }
 
+/** The running server. */
 export interface ObservabilityServer {
   readonly port: number;
   readonly host: string;
+  /** Open, peak, evicted and refused connections. */
+  connections(): ConnectionStats;
   close(): Promise<void>;
 }
 
@@ -39,10 +49,10 @@ export interface ObservabilityServer {
 export async function startObservabilityServer(options: ObservabilityServerOptions): Promise<ObservabilityServer> {
   const addr = parseListenAddress(options.address);
   if (!addr) throw new Error(`bad listen address "${options.address}"`);
-  const server = http.createServer((req, res) => {
+  const limited = createLimitedServer((req, res) => {
     void handle(options, req, res);
-  });
-  server.keepAliveTimeout = 5000;
+  }, httpLimits(options.limits));
+  const server = limited.server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host: addr.host === '' ? undefined : addr.host, port: addr.port }, () => {
@@ -54,6 +64,7 @@ export async function startObservabilityServer(options: ObservabilityServerOptio
   return {
     port: info.port,
     host: info.address,
+    connections: () => limited.stats(),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

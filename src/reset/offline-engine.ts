@@ -14,6 +14,11 @@
  *   │                    │  ▼                                                          │ failure (910A3) → outOfBand
  *   └──── Healthy ───────┴─ exhausted (ManualResetDevs) ◄──── refill after 6 h        │ failure → debouncing
  * ```
+ * A failed reset is retried "in a later cycle" (§J.2), i.e. no sooner than one `listWatchPeriod` (`retryAfter`)
+ * after it ended: the end of a reset changes the resetting set, which publishes a snapshot and so runs a cycle at
+ * once — without this wait that cycle found the idle time satisfied and a token left, and one failing chip used all
+ * three tokens within milliseconds (issue 12 item 6).
+ *
  * The "resetting" set is the shared {@link ResetCoordinator} (D4): every chip of the group is held for the whole
  * reset, so neither engine starts a second reset on the same group.
  *
@@ -57,6 +62,8 @@ export interface OfflineChipStatus {
   readonly group?: readonly number[];
   /** Why the chip's last reset failed; cleared by a success. */
   readonly lastError?: string;
+  /** After a failed reset: the earliest time (ms since the epoch) of the retry (§J.2 "a later cycle"). */
+  readonly retryAt?: number;
 }
 
 /** Pauses of the built-in `outbandReset` step (§J.4), in ms. */
@@ -79,6 +86,9 @@ export const DEFAULT_OFFLINE_TIMINGS: OfflineTimings = Object.freeze({
 /** §J.4 values. */
 export const DEFAULT_OUTBAND_TIMINGS: OutbandTimings = Object.freeze({ pause: 3_000, bootLimit: 150_000 });
 
+/** Default {@link OfflineResetEngineOptions.retryAfter}: `-listWatchPeriod`'s default, 5 s. */
+export const DEFAULT_RETRY_AFTER = 5_000;
+
 /** Owner name of the offline engine in the {@link ResetCoordinator}. */
 export const OFFLINE_OWNER = 'offline';
 
@@ -100,6 +110,11 @@ export interface OfflineResetEngineOptions {
   readonly hooks: Pick<ChipStateHooks, 'markNeedsResync' | 'chips'>;
   /** Events to record on the Node. */
   readonly events: (e: ResetEvent) => void;
+  /**
+   * Minimum wait in ms between the end of a failed reset and its retry: `listWatchPeriod`, the upstream cycle
+   * (§J.2 "retried in a later cycle"). Default {@link DEFAULT_RETRY_AFTER} (`-listWatchPeriod`'s default 5 s).
+   */
+  readonly retryAfter?: number;
   readonly logger?: Logger;
   /** True for a chip of a task the online engine handles (mode 1): its whole group is left alone (D4). */
   readonly isExcluded?: (logicId: number) => boolean;
@@ -160,6 +175,9 @@ export class OfflineResetEngine {
   private readonly running = new Map<number, Running>();
   private readonly resets = new Set<Promise<void>>();
   private readonly lastError = new Map<number, string>();
+  /** Chip → earliest retry time after a failed reset (§J.2 "a later cycle"). */
+  private readonly retryAt = new Map<number, number>();
+  private readonly retryAfter: number;
   private readonly groupErrorLogged = new Set<number>();
   private pass: Promise<void> | undefined;
   private latest: readonly ChipResetView[] = [];
@@ -177,6 +195,8 @@ export class OfflineResetEngine {
     this.outband = o.outbandTimings ?? DEFAULT_OUTBAND_TIMINGS;
     checkTiming('outband pause', this.outband.pause, true);
     checkTiming('outband bootLimit', this.outband.bootLimit);
+    this.retryAfter = o.retryAfter ?? DEFAULT_RETRY_AFTER;
+    checkTiming('retryAfter', this.retryAfter);
     this.o = o;
     this.log = o.logger ?? NOOP_LOGGER;
     this.tokens = new ChipTokenBuckets({ clock: o.clock, capacity: t.tokens, refillMs: t.refill });
@@ -210,6 +230,7 @@ export class OfflineResetEngine {
       const idleSince = this.idleSince.get(id);
       const run = this.running.get(id);
       const err = this.lastError.get(id);
+      const retryAt = this.retryAt.get(id);
       return {
         logicId: id,
         state: this.state.get(id) ?? 'idle',
@@ -217,6 +238,7 @@ export class OfflineResetEngine {
         ...(idleSince !== undefined && { idleSince }),
         ...(run && { group: run.group }),
         ...(err !== undefined && { lastError: err }),
+        ...(retryAt !== undefined && { retryAt }),
       };
     });
   }
@@ -290,6 +312,7 @@ export class OfflineResetEngine {
     for (const c of chips) {
       if (!c.healthy) continue;
       this.idleSince.delete(c.logicId);
+      this.retryAt.delete(c.logicId);
       if (!this.running.has(c.logicId)) this.setState(c.logicId, 'idle');
       const phy = this.chipById.get(c.logicId)?.phyId;
       if (phy !== undefined) healthyPhy.push(phy);
@@ -387,6 +410,8 @@ export class OfflineResetEngine {
       return;
     }
     this.setState(id, 'debouncing');
+    const retryAt = this.retryAt.get(id);
+    if (retryAt !== undefined && now < retryAt) return; // §J.2: a failed reset waits for a later cycle
     if (!coord.tryAcquire(group, OFFLINE_OWNER)) return; // some group chip is in reset (either engine)
     let go: boolean;
     try {
@@ -439,7 +464,11 @@ export class OfflineResetEngine {
     if (err === undefined) {
       this.idleSince.delete(id);
       this.lastError.delete(id);
+      this.retryAt.delete(id);
       this.o.hooks.markNeedsResync([id]);
+    } else {
+      // set before the resetting set changes below: that change runs a cycle at once (see the file comment)
+      this.retryAt.set(id, this.o.clock.now() + this.retryAfter);
     }
     this.running.delete(id);
     this.notifyResetting();
@@ -530,14 +559,17 @@ export class OfflineResetEngine {
     return last;
   }
 
-  /** Wakes the engine when the earliest running debounce expires (so the reset does not wait for the next tick). */
+  /**
+   * Wakes the engine when the earliest running debounce or retry wait expires (so the reset does not wait for the
+   * next tick).
+   */
   private armWake(candidates: readonly ChipResetView[]): void {
     const now = this.o.clock.now();
     let at: number | undefined;
     for (const c of candidates) {
       const since = this.idleSince.get(c.logicId);
       if (since === undefined || this.state.get(c.logicId) !== 'debouncing') continue;
-      const due = since + this.o.timings.idle;
+      const due = Math.max(since + this.o.timings.idle, this.retryAt.get(c.logicId) ?? 0);
       if (due > now && (at === undefined || due < at)) at = due;
     }
     this.setWake(at);

@@ -283,6 +283,8 @@ export class ResetRuntime {
       clock: options.clock,
       mode: options.mode,
       timings: offlineTimings(options.timeScale),
+      // §J.2: a failed reset is retried in a later cycle, so no sooner than one listWatchPeriod after it failed
+      retryAfter: options.listWatchPeriodMs,
       dcmi: options.dcmi,
       facts: options.facts,
       coordinator: this.#coordinator,

@@ -441,6 +441,30 @@ describe('device-plugin §J.2 offline reset (-hotReset=2)', () => {
     await s.until(() => schedulable(s)?.length === 8, 'all 8 chips schedulable again');
   }, 30_000);
 
+  test('issue 12 item 6 §J.2 a failing reset is retried one listWatchPeriod later, not in the same cycle', async () => {
+    sb = await AgentSandbox.create();
+    const s = sb;
+    const period = 3_000; // -listWatchPeriod=3 of the sandbox flags
+    await s.start([...OFFLINE, `-listWatchPeriod=${period / 1000}`]);
+    await s.mock({ op: 'resetResult', logicId: 3, result: 'fail' });
+    await faultLikeDriver(s, 3);
+    await s.until(
+      () => s.events().find((e) => e.reason === 'OfflineResetLimitReached'),
+      'the OfflineResetLimitReached Event after three failed resets',
+      30_000,
+    );
+    expect((await mockState(s)).chips.map((c) => c.resetAttempts)).toEqual([0, 0, 0, 3, 0, 0, 0, 0]);
+    // the agent's own log times: each attempt starts at least one listWatchPeriod after the previous one
+    const starts = s
+      .agent!.logs()
+      .filter((l) => l.msg === 'offline reset: resetting chip' && l.logicId === 3)
+      .map((l) => Date.parse(String(l.time)));
+    expect(starts).toHaveLength(3);
+    const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(period - 50); // timer vs wall-clock rounding
+    expect(s.events().filter((e) => e.reason === 'OfflineResetFailed')).toHaveLength(3);
+  }, 45_000);
+
   test('HR-24 a chip held by a pod is not reset while the pod exists; after the pod leaves it is', async () => {
     sb = await AgentSandbox.create();
     const s = sb;

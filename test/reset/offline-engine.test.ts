@@ -45,6 +45,7 @@ interface SetupOptions {
   excluded?: readonly number[];
   annotation?: string;
   onResettingChange?: (chips: ReadonlySet<number>) => void;
+  retryAfter?: number;
 }
 
 /** A node of `n` chips (logic = phy id; 910A3: card ⌊id/2⌋ die id mod 2, brother cards 0↔1, 2↔3, …). */
@@ -90,6 +91,7 @@ function setup(o: SetupOptions = {}) {
     events: (e) => events.push(e),
     isExcluded: (id) => excluded.has(id),
     ...(o.onResettingChange ? { onResettingChange: o.onResettingChange } : {}),
+    ...(o.retryAfter !== undefined ? { retryAfter: o.retryAfter } : {}),
   });
   const h = {
     clock,
@@ -363,6 +365,43 @@ describe('offline engine: executeReset (§J.2)', () => {
     expect(h.resets('outband')).toHaveLength(0); // not a 910A3
   });
 
+  test('issue 12 item 6 §J.2 a failing reset uses one token per listWatchPeriod, even when its end runs a cycle at once', async () => {
+    // As the agent wires it: the end of a reset changes the resetting set, the store publishes a snapshot and a
+    // cycle runs in the next turn of the event loop.
+    const holder: { cycle?: () => Promise<void> } = {};
+    const h = setup({ retryAfter: 5 * S, onResettingChange: () => setImmediate(() => void holder.cycle?.()) });
+    holder.cycle = h.cycle;
+    h.dcmi.set(2, { reset: { inband: 'fail', outband: 'ok' } });
+    h.fault(2);
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    const first = h.resets()[0]!.at;
+    expect(h.resets()).toHaveLength(1);
+    expect(h.engine.status()[2]).toMatchObject({ state: 'debouncing', tokens: 2, retryAt: first + 5 * S });
+    await h.clock.advance(5 * S - 1);
+    expect(h.resets()).toHaveLength(1);
+    await h.run(15 * S);
+    expect(h.resets().map((c) => c.at - first)).toEqual([0, 5 * S, 10 * S]);
+    expect(h.state(2)).toBe('exhausted');
+  });
+
+  test('issue 12 item 6 §J.2 a healed chip forgets the retry wait: a new fault is reset after the 60 s debounce', async () => {
+    const h = setup({ retryAfter: 120 * S });
+    h.dcmi.set(2, { reset: { inband: 'fail', outband: 'ok' } });
+    h.fault(2);
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    h.heal(2);
+    await h.cycle();
+    expect(h.engine.status()[2]!.retryAt).toBeUndefined();
+    h.fault(2);
+    await h.cycle();
+    await h.run(55 * S);
+    expect(h.resets()).toHaveLength(1);
+    await h.run(5 * S);
+    expect(h.resets()).toHaveLength(2);
+  });
+
   test('§J.2 a ring where one chip reports a boot-status error: the reset fails at once', async () => {
     const h = setup();
     h.dcmi.set(5, { errors: { getBootStatus: -8005 } });
@@ -607,6 +646,9 @@ describe('offline engine: input checks', () => {
     );
     expect(() => new OfflineResetEngine({ ...base, timings: { ...DEFAULT_OFFLINE_TIMINGS, tokens: 0 } })).toThrow(
       'capacity must be a positive integer',
+    );
+    expect(() => new OfflineResetEngine({ ...base, retryAfter: -1 })).toThrow(
+      'timing retryAfter must be a positive number of ms, got -1',
     );
     expect(() => h.engine.cycle(undefined as unknown as ChipResetView[])).toThrow('needs the array of chip views');
   });

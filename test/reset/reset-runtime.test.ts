@@ -47,6 +47,8 @@ class FakeStore implements ResetStorePort {
   readonly overrides: { healthy: number[]; networkHealthy: number[] }[] = [];
   readonly resyncs: { ids: number[]; why: string }[] = [];
   chipCalls = 0;
+  /** Like the real store: a change of the overrides publishes a snapshot (listeners called). */
+  publishOnOverrides = false;
   readonly #listeners = new Set<() => void>();
 
   constructor(ids: readonly number[], podUsed: boolean) {
@@ -84,6 +86,7 @@ class FakeStore implements ResetStorePort {
   setResetOverrides(healthy: ReadonlySet<number>, networkHealthy: ReadonlySet<number>): void {
     const asc = (s: ReadonlySet<number>): number[] => [...s].sort((a, b) => a - b);
     this.overrides.push({ healthy: asc(healthy), networkHealthy: asc(networkHealthy) });
+    if (this.publishOnOverrides) queueMicrotask(() => this.emit());
   }
 
   markResync(logicIds: readonly number[], why: string): void {
@@ -275,6 +278,31 @@ describe('reset runtime', () => {
       expect(warns).toHaveLength(1);
       expect(warns[0]!.msg).toContain('§1.2');
       expect(warns[0]!.obj).toMatchObject({ kind: kind.kind });
+    });
+
+    test('issue 12 item 6 §J.2 a failing offline reset uses at most one token per listWatchPeriod tick', async () => {
+      const r = rig({ mode: 2, timeScale: 0.01, podUsed: false, listWatchPeriodMs: 1000 });
+      r.store.publishOnOverrides = true; // the end of a reset changes the resetting set: a snapshot, a cycle
+      r.dcmi.setAll(F1_CHIPS, { processes: 0 });
+      r.dcmi.set(0, { health: 1, reset: { inband: 'fail', outband: 'ok' } });
+      r.store.set(0, 'RestartNPU', [CODE.restartNpu]);
+      r.runtime.start();
+      await r.clock.advance(600); // the scaled 60 s idle time
+      expect(r.resetCalls()).toBe(1);
+      const perTick: number[] = [];
+      for (let tick = 0; tick < 4; tick++) {
+        const before = r.resetCalls();
+        await r.clock.advance(1000);
+        perTick.push(r.resetCalls() - before);
+      }
+      expect(perTick).toEqual([1, 1, 0, 0]);
+      expect(r.runtime.status().offline[0]).toMatchObject({ state: 'exhausted', tokens: 0 });
+      expect(r.events.map((e) => e.reason)).toEqual([
+        'OfflineResetFailed',
+        'OfflineResetFailed',
+        'OfflineResetFailed',
+        'OfflineResetLimitReached',
+      ]);
     });
 
     test('§1.2 mode 1 on a 910A node in SMP mode and on a 910B training node: online engine on, no warning', () => {
