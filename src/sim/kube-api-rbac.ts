@@ -458,6 +458,13 @@ export interface AuthorizationDecision {
   readonly reason: string;
   /** Keys of every grant that allows the request (all matching rules, not only the first). */
   readonly grants: readonly string[];
+  /**
+   * The most specific of {@link grants}, to which the request is attributed: a RoleBinding's before a
+   * ClusterRoleBinding's, a rule naming the object before one that does not, fewer `*` before more, then the order
+   * of visit. (The decision does not depend on it; it makes "every grant is used" mean "needed by some request": a
+   * rule that only ever overlaps a narrower one is not attributed anything.)
+   */
+  readonly grant?: string;
 }
 
 const PRIVILEGED_GROUP = 'system:masters';
@@ -488,14 +495,20 @@ export class RbacAuthorizer {
     const errors: string[] = [];
     const grants: string[] = [];
     let reason = '';
+    let best: { key: string; rank: readonly number[] } | undefined;
     for (const { binding, role, scope } of this.#applicable(a.user, a.namespace, errors)) {
       role.rules.forEach((rule, i) => {
         if (!ruleAllows(a, rule)) return;
-        grants.push(grantKey(binding, role, i, scope, requestedGrant(a, rule)));
+        const part = requestedGrant(a, rule);
+        const key = grantKey(binding, role, i, scope, part);
+        grants.push(key);
         if (reason === '') reason = allowedReason(binding, role, a.user);
+        const stars = [part.verb, part.apiGroup, part.resource, part.nonResourceURL].filter((x) => x?.includes('*'));
+        const rank = [binding.kind === 'RoleBinding' ? 0 : 1, rule.resourceNames?.length ? 0 : 1, stars.length];
+        if (best === undefined || before(rank, best.rank)) best = { key, rank };
       });
     }
-    if (grants.length > 0) return { allowed: true, reason, grants };
+    if (best !== undefined) return { allowed: true, reason, grants, grant: best.key };
     return { allowed: false, reason: errors.length === 0 ? '' : `RBAC: ${aggregate(errors)}`, grants: [] };
   }
 
@@ -540,6 +553,12 @@ export class RbacAuthorizer {
       ...out.filter((x) => x.binding.kind === 'RoleBinding'),
     ];
   }
+}
+
+/** Lexicographic `<` (a tie keeps the earlier one). */
+function before(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
+  return false;
 }
 
 function roleKey(kind: string, name: string, namespace: string | undefined): string {
@@ -752,7 +771,7 @@ export class RbacGate {
     this.#log.push(rec);
     const limit = this.#o.logLimit ?? 10_000;
     if (this.#log.length > limit) this.#log.splice(0, this.#log.length - limit);
-    for (const g of decision.grants) this.#used.set(g, (this.#used.get(g) ?? 0) + 1);
+    if (decision.grant !== undefined) this.#used.set(decision.grant, (this.#used.get(decision.grant) ?? 0) + 1);
     if (!decision.allowed) {
       if (this.#denied.length < 1000) this.#denied.push(rec);
       throw forbidden(attributes, decision.reason);
@@ -781,12 +800,12 @@ export class RbacGate {
     return [...this.#denied];
   }
 
-  /** How often each grant allowed a request, for the gate's whole life. */
+  /** How many requests were attributed to each grant ({@link AuthorizationDecision.grant}), for the gate's life. */
   usage(): ReadonlyMap<string, number> {
     return this.#used;
   }
 
-  /** The grants of the loaded objects to `user` that no request has used yet. */
+  /** The grants of the loaded objects to `user` that no request has been attributed to yet. */
   unusedGrants(user: UserInfo): Grant[] {
     return this.authorizer.grantsOf(user).filter((g) => !this.#used.has(g.key));
   }

@@ -265,6 +265,53 @@ describe('RBAC decisions (rbac.RuleAllows, Referring to resources)', () => {
   });
 });
 
+describe('attribution of a request to its most specific grant', () => {
+  const overlap = new RbacAuthorizer(
+    parseRbacYaml([
+      {
+        source: 'o.yaml',
+        text: `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: { name: broad }
+rules: [{ apiGroups: [''], resources: ['*'], verbs: [get, update] }]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: { name: broad }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: broad }
+subjects: [{ kind: ServiceAccount, name: robot, namespace: ops }]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: { name: narrow, namespace: ns }
+rules:
+  - { apiGroups: [''], resources: [configmaps], verbs: [get] }
+  - { apiGroups: [''], resources: [configmaps], resourceNames: [a], verbs: [get] }
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: { name: narrow, namespace: ns }
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: narrow }
+subjects: [{ kind: ServiceAccount, name: robot, namespace: ops }]
+`,
+      },
+    ]),
+  );
+
+  test('a RoleBinding before a ClusterRoleBinding, a named rule before an unnamed one; all matches are listed', () => {
+    const d = overlap.authorize(attrs('GET', '/api/v1/namespaces/ns/configmaps/a'));
+    expect(d.grant).toBe('get configmaps "a" in ns (RoleBinding ns/narrow → Role narrow rule 1)');
+    expect(d.grants).toHaveLength(3);
+    expect(overlap.authorize(attrs('GET', '/api/v1/namespaces/ns/configmaps/b')).grant).toBe(
+      'get configmaps in ns (RoleBinding ns/narrow → Role narrow rule 0)',
+    );
+    expect(overlap.authorize(attrs('PUT', '/api/v1/namespaces/ns/configmaps/b')).grant).toBe(
+      'update * cluster-wide (ClusterRoleBinding broad → ClusterRole broad rule 0)',
+    );
+  });
+});
+
 describe('403 Status as kube-apiserver writes it (responsewriters.Forbidden)', () => {
   const status = (method: string, path: string, user: UserInfo = SA) =>
     forbidden(attrs(method, path, user), '').toStatus();
