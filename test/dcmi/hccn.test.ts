@@ -193,6 +193,10 @@ describe('issue [K] 9 -hccnTool gets the file checks of the DCMI library (dcmi-a
     expect(hccnToolProblem(dir)?.reason).toBe(`${dir}: is not a regular file`);
   });
 
+  test('the mock hccn_tool of the build passes the explicit-path rule (the build runs chmod go-w on it)', () => {
+    expect(hccnToolProblem(fs.realpathSync(MOCK_HCCN_TOOL))).toBeUndefined();
+  });
+
   test('a relative -hccnTool is refused', () => {
     expect(hccnToolProblem('tools/hccn_tool')?.reason).toBe('tools/hccn_tool: must be an absolute path');
   });
