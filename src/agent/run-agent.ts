@@ -9,7 +9,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { PROJECT_ROOT } from '../dcmi/bindings.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
-import { queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
+import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';
 import { FileFaultConfigSource, type FaultConfigSource } from '../config/fault-config-source.js';
 import { FaultEngine, LINK_DOWN_CODE, PARAMETER_PLANE_CODES, type FaultEvent } from '../faults/index.js';
@@ -464,6 +464,16 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.push({ what: 'store', run: () => store.stop() });
     const hccnEnv = { ...env } as Record<string, string | undefined>;
     const hccnTool = flags.hccnTool;
+    // Issue [K] 9: a tool failing the DCMI library's file checks is never run; link status and RoCE sampling are
+    // then off for this run (a missing tool is not a check failure: queries report Abnormal, as upstream).
+    const hccnProblem = hccnToolProblem(hccnTool);
+    const hccnUsable = hccnProblem === undefined || hccnProblem.missing;
+    if (!hccnUsable) {
+      log.error(
+        { hccnTool, reason: hccnProblem.reason },
+        `-hccnTool refused: ${hccnProblem.reason}; link-status checks and RoCE hang sampling are off for this run`,
+      );
+    }
     const monitor: HealthMonitor = new HealthMonitor({
       dcmi,
       chips,
@@ -472,7 +482,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       clock,
       sink: (batch) => onEvents(batch),
       listWatchPeriodMs: flags.listWatchPeriod * 1000,
-      linkStatus: async (phy) => (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status,
+      ...(hccnUsable
+        ? {
+            linkStatus: async (phy: number) =>
+              (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status,
+          }
+        : {}),
       linkQueryIntervalMs: flags.linkQueryInterval * 1000,
       observer: metrics.healthObserver(),
       logger: log,
@@ -486,7 +501,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       config: hangConfig,
       sink: (batch) => onEvents(batch),
       clock,
-      ...(hasParameterPlane(kind)
+      ...(hasParameterPlane(kind) && hccnUsable
         ? { roceStats: (phy: number) => queryRoceStats({ toolPath: hccnTool, env: hccnEnv }, phy) }
         : {}),
       clockTicksPerSecond: readClockTicksPerSecond() ?? DEFAULT_CLOCK_TICKS,

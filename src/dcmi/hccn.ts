@@ -1,9 +1,11 @@
 /**
  * Link status and RoCE counters through `hccn_tool` (spec dcmi-abi.md §7). The tool runs with an argument array
- * (never a shell), a minimal environment, bounded output and a timeout.
+ * (never a shell), a minimal environment, bounded output and a timeout, and only after the file checks of the DCMI
+ * library ({@link hccnToolProblem}): the agent runs privileged, so a tool anyone can rewrite is never executed.
  */
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
+import path from 'node:path';
+import { checkTrustedFile, nodePathInspector, type PathInspector } from './library-path.js';
 
 /** Default location (architecture §4 `-hccnTool`). */
 export const DEFAULT_HCCN_TOOL = '/usr/local/Ascend/driver/tools/hccn_tool';
@@ -13,30 +15,61 @@ export const HCCN_OUTPUT_LIMIT = 1024 * 1024;
 /** `Abnormal` = the tool failed or answered in an unexpected shape; the agent treats it as DOWN (§7). */
 export type LinkStatus = 'UP' | 'DOWN' | 'Abnormal';
 
+/** How to run `hccn_tool`. */
 export interface HccnToolOptions {
   toolPath: string;
   /** the agent's environment; only PATH, LD_LIBRARY_PATH and ASCEND_MOCK_CONTROL are passed on */
   env: Readonly<Record<string, string | undefined>>;
   timeoutMs?: number;
+  /** owner accepted besides root (architecture §4); default the process's uid */
+  ownUid?: number;
+  /** filesystem access of the checks; the default is `node:fs`, tests inject a fake tree */
+  inspector?: PathInspector;
 }
 
+/** `hccn_tool` could not be run (refused by a check, failed, timed out) or exited non-zero. */
 export class HccnToolError extends Error {
   override readonly name = 'HccnToolError';
 }
 
-/** Runs `hccn_tool` with the given arguments and returns its stdout. */
-export async function runHccnTool(options: HccnToolOptions, args: readonly string[]): Promise<string> {
+/** Why `hccn_tool` must not be executed; `missing` when the file does not exist (yet). */
+export interface HccnToolProblem {
+  readonly reason: string;
+  readonly missing: boolean;
+}
+
+/**
+ * The checks `hccn_tool` passes before each execution (issue [K] item 9): an absolute path that resolves without
+ * symbolic links (dcmi-abi.md §7), then the DCMI library's {@link checkTrustedFile}: the default location with every
+ * rule of the §1.2 lookup (owner root or the agent's own uid, not writable by group or others, a regular file, and
+ * each parent folder up to `/` owned and protected likewise), any other `-hccnTool` path with the rule of an explicit
+ * `-dcmiLibrary` (architecture §4: a regular file not writable by group or others). Undefined when the tool may run;
+ * otherwise the reason names the file and the rule.
+ */
+export function hccnToolProblem(
+  toolPath: string,
+  ownUid: number = process.getuid?.() ?? 0,
+  inspector: PathInspector = nodePathInspector,
+): HccnToolProblem | undefined {
+  const fail = (why: string, missing = false): HccnToolProblem => ({ reason: `${toolPath}: ${why}`, missing });
+  if (!path.isAbsolute(toolPath)) return fail('must be an absolute path');
   let real: string;
   try {
-    real = fs.realpathSync(options.toolPath);
+    real = inspector.realpath(toolPath);
   } catch (err) {
-    throw new HccnToolError(`${options.toolPath}: ${(err as NodeJS.ErrnoException).code ?? 'cannot be resolved'}`);
+    const code = (err as NodeJS.ErrnoException).code;
+    return fail(code ?? 'cannot be resolved', inspector.lstat(toolPath) === undefined);
   }
-  if (real !== options.toolPath) {
-    throw new HccnToolError(
-      `${options.toolPath} must be an absolute path without symbolic links (resolves to ${real})`,
-    );
-  }
+  if (real !== toolPath) return fail(`must be an absolute path without symbolic links (resolves to ${real})`);
+  const r = checkTrustedFile(toolPath, toolPath === DEFAULT_HCCN_TOOL ? 'lookup' : 'explicit', ownUid, inspector);
+  return r.ok ? undefined : fail(r.reason);
+}
+
+/** Runs `hccn_tool` with the given arguments and returns its stdout; refused (never run) when a check fails. */
+export async function runHccnTool(options: HccnToolOptions, args: readonly string[]): Promise<string> {
+  const problem = hccnToolProblem(options.toolPath, options.ownUid, options.inspector);
+  if (problem) throw new HccnToolError(problem.reason);
+  const real = options.toolPath;
   const env: Record<string, string> = {};
   for (const key of ['PATH', 'LD_LIBRARY_PATH', 'ASCEND_MOCK_CONTROL']) {
     const v = options.env[key];

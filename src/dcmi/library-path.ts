@@ -1,6 +1,7 @@
 /**
  * Where `libdcmi.so` is loaded from, with the security checks of spec dcmi-abi.md §1.2 for the automatic lookup
- * and the explicit-path rule of architecture §4 for `-dcmiLibrary`.
+ * and the explicit-path rule of architecture §4 for `-dcmiLibrary`. {@link checkTrustedFile} is the one check of a
+ * file the (privileged) agent loads or executes; `hccn.ts` applies it to `-hccnTool` as well.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -182,16 +183,16 @@ export async function resolveDcmiLibrary(options: ResolveOptions): Promise<Resol
   const inspector = options.inspector ?? nodePathInspector;
   if (options.explicitPath !== undefined) {
     const p = path.resolve(options.explicitPath);
-    const problem = explicitPathProblem(p);
-    if (problem) {
-      throw new DcmiLibraryPathError(`-dcmiLibrary ${p}: ${problem}`, [{ path: p, reason: problem }]);
+    const r = checkTrustedFile(p, 'explicit', options.ownUid, inspector);
+    if (!r.ok) {
+      throw new DcmiLibraryPathError(`-dcmiLibrary ${p}: ${r.reason}`, [{ path: p, reason: r.reason }]);
     }
     return { path: p, source: 'explicit', rejected: [] };
   }
   const rejected: RejectedCandidate[] = [];
   const tryAll = (candidates: string[]): string | undefined => {
     for (const c of candidates) {
-      const r = checkCandidate(c, options.ownUid, inspector);
+      const r = checkTrustedFile(c, 'lookup', options.ownUid, inspector);
       if (r.ok) return r.path;
       rejected.push({ path: c, reason: r.reason });
     }
@@ -208,16 +209,41 @@ export async function resolveDcmiLibrary(options: ResolveOptions): Promise<Resol
   throw new DcmiLibraryPathError(`cannot find a valid ${DCMI_LIBRARY_NAME}${detail}`, rejected);
 }
 
-function explicitPathProblem(p: string): string | undefined {
-  let st: fs.Stats;
+/**
+ * Which rules {@link checkTrustedFile} applies: `lookup` = every check of the automatic lookup (dcmi-abi.md §1.2,
+ * {@link checkCandidate}); `explicit` = a path the operator named (architecture §4): a regular file (a symbolic link
+ * is followed) not writable by group or others, its folders being the operator's choice.
+ */
+export type TrustRule = 'lookup' | 'explicit';
+
+/** The outcome of {@link checkTrustedFile}: the path to use, or the rule that failed. */
+export type TrustCheck = { ok: true; path: string } | { ok: false; reason: string };
+
+/**
+ * The one check of a file the agent loads (`libdcmi.so`) or executes (`hccn_tool`) with its privileges. `lookup`
+ * answers the symlink-free path; `explicit` answers `p` as given. The reason names the file and the rule broken.
+ */
+export function checkTrustedFile(
+  p: string,
+  rule: TrustRule,
+  ownUid: number,
+  inspector: PathInspector = nodePathInspector,
+): TrustCheck {
+  if (rule === 'lookup') return checkCandidate(p, ownUid, inspector);
+  let resolved: string;
   try {
-    st = fs.statSync(p);
+    resolved = inspector.realpath(p);
   } catch (err) {
-    return `cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+    return { ok: false, reason: `cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
   }
-  if (!st.isFile()) return 'is not a regular file';
+  const st = inspector.lstat(resolved);
+  if (!st) return { ok: false, reason: 'cannot be read: ENOENT' };
+  if (!st.isFile) return { ok: false, reason: 'is not a regular file' };
   if ((st.mode & GROUP_OR_OTHER_WRITE) !== 0) {
-    return `is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); run chmod go-w on it`;
+    return {
+      ok: false,
+      reason: `is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); run chmod go-w on it`,
+    };
   }
-  return undefined;
+  return { ok: true, path: p };
 }

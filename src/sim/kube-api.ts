@@ -48,6 +48,11 @@ export interface KubeApiStandInOptions {
   readonly logLimit?: number;
   /** When set, requests must carry `Authorization: Bearer <token>` (else 401). */
   readonly token?: string;
+  /**
+   * Authentication and authorization of every request, instead of `token` (e.g. the `RbacGate` of
+   * `kube-api-rbac.ts`): throws the `ApiError` to answer (401, 403) before the request is read or routed.
+   */
+  readonly gate?: { admit(method: string, url: URL, authorization: string | undefined): void };
   /** Clock for `creationTimestamp` (default `Date.now`). */
   readonly now?: () => number;
   /**
@@ -272,7 +277,14 @@ export class KubeApiStandIn {
           },
         );
       }
-      if (this.#options.token !== undefined && req.headers.authorization !== `Bearer ${this.#options.token}`) {
+      if (this.#options.gate !== undefined) {
+        try {
+          this.#options.gate.admit(rec.method, url, req.headers.authorization);
+        } catch (e) {
+          req.resume();
+          throw e;
+        }
+      } else if (this.#options.token !== undefined && req.headers.authorization !== `Bearer ${this.#options.token}`) {
         req.resume();
         throw new ApiError(401, 'Unauthorized', 'Unauthorized');
       }

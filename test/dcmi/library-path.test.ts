@@ -5,8 +5,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
+import { hccnToolProblem } from '../../src/dcmi/hccn.js';
 import {
   checkCandidate,
+  checkTrustedFile,
   DcmiLibraryPathError,
   ldLibraryPathCandidates,
   parseLdconfigCache,
@@ -187,5 +189,27 @@ describe('architecture §4 explicit -dcmiLibrary path', () => {
     await expect(resolveDcmiLibrary({ explicitPath: path.join(dir, 'x.so'), env: {}, ownUid: 0 })).rejects.toThrow(
       /ENOENT/,
     );
+  });
+});
+
+describe('issue [K] 9 one file check for the library and hccn_tool', () => {
+  test('the explicit rule follows a symbolic link and checks its target', () => {
+    const link = '/opt/libdcmi.so';
+    const tree = fakeTree({ ...GOOD, '/opt': {}, [link]: { link: LIB }, [LIB]: { mode: 0o100666 } });
+    expect(checkTrustedFile(link, 'explicit', 0, tree)).toEqual({
+      ok: false,
+      reason: 'is writable by group or others (mode 666); run chmod go-w on it',
+    });
+  });
+
+  test('-dcmiLibrary and -hccnTool refuse the same 0777 file with the same rule', async () => {
+    const file = path.join(fs.realpathSync(tempDir()), 'tool');
+    fs.writeFileSync(file, '');
+    fs.chmodSync(file, 0o777);
+    const rule = 'is writable by group or others (mode 777); run chmod go-w on it';
+    await expect(resolveDcmiLibrary({ explicitPath: file, env: {}, ownUid: 0 })).rejects.toThrow(
+      `-dcmiLibrary ${file}: ${rule}`,
+    );
+    expect(hccnToolProblem(file)?.reason).toBe(`${file}: ${rule}`);
   });
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
 import { DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
-import { KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { KubeApiStandIn, type KubeApiStandInOptions } from '../../src/sim/kube-api.js';
 import { KubeletSimulator } from '../../src/sim/kubelet.js';
 import { MockControlClient } from '../../src/sim/mock-control.js';
 import { makeDeviceNodes, sandboxFlags } from '../../src/sim/simulate.js';
@@ -98,6 +98,14 @@ export function runAgentOnce(
   );
 }
 
+/** Options of {@link AgentSandbox.create} (all optional; the defaults are what every test had before). */
+export interface SandboxOptions {
+  /** Options of the API stand-in (e.g. an RBAC `gate` and extra resource types). */
+  readonly api?: KubeApiStandInOptions;
+  /** The bearer token written into the agent's kubeconfig (default: the stand-in's). */
+  readonly token?: string;
+}
+
 /** The sandbox: temp folder, API stand-in, kubelet simulator; and one agent at a time. */
 export class AgentSandbox {
   readonly dir: string;
@@ -117,13 +125,16 @@ export class AgentSandbox {
     this.kubeconfig = path.join(dir, 'kubeconfig');
   }
 
-  static async create(scenario = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json')): Promise<AgentSandbox> {
+  static async create(
+    scenario = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'),
+    options: SandboxOptions = {},
+  ): Promise<AgentSandbox> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-it-'));
     makeDeviceNodes(path.join(dir, 'dev'));
     for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
-    const api = await KubeApiStandIn.start();
+    const api = await KubeApiStandIn.start(options.api);
     // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
     api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE_NAME } });
     const kubelet = await KubeletSimulator.start({
@@ -131,7 +142,7 @@ export class AgentSandbox {
       podResourcesSocket: path.join(dir, 'pr.sock'),
     });
     const sb = new AgentSandbox(dir, api, kubelet, scenario);
-    await api.writeKubeconfig(sb.kubeconfig);
+    await api.writeKubeconfig(sb.kubeconfig, options.token);
     return sb;
   }
 
