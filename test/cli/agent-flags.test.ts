@@ -9,6 +9,7 @@ import {
   type AgentConfig,
 } from '../../src/cli/agent-flags.js';
 import { parseGoFlags, parseGoFloat, parseGoInt } from '../../src/cli/go-flags.js';
+import { HUAWEI_MANIFEST_ARGS, UPSTREAM_MAIN_GO_FLAGS } from '../helpers/upstream-manifests.js';
 
 const ENV = { NODE_NAME: 'node-1' };
 
@@ -298,72 +299,6 @@ describe('A.2 the effective configuration', () => {
     });
   });
 });
-
-/** Upstream's main.go today (Ascend/mind-cluster component/ascend-device-plugin/main.go and the four healthz flags). */
-const UPSTREAM_MAIN_GO_FLAGS = [
-  'fdFlag',
-  'volcanoType',
-  'version',
-  'edgeLogFile',
-  'listWatchPeriod',
-  'autoStowing',
-  'logLevel',
-  'maxAge',
-  'logFile',
-  'maxBackups',
-  'presetVirtualDevice',
-  'use310PMixedInsert',
-  'hotReset',
-  'shareDevCount',
-  'linkdownTimeout',
-  'dealWatchHandler',
-  'checkCachedPods',
-  'enableSlowNode',
-  'thirdPartyScanDelay',
-  'deviceResetTimeout',
-  'softShareDevConfigDir',
-  'softShareCoreScaling',
-  'useSingleDieMode',
-  'getPodFromKubelet',
-  'enable-healthz',
-  'healthz-address',
-  'tls-cert-file',
-  'tls-private-key-file',
-];
-
-/**
- * Arguments of Huawei's shipped manifests (component/ascend-device-plugin/build/: ascendplugin-910.yaml,
- * ascendplugin-volcano.yaml, ascendplugin-310P-volcano.yaml, run_for_310P_1usoc.sh), as facts.
- */
-const HUAWEI_MANIFEST_ARGS: Record<string, string[]> = {
-  'ascendplugin-910.yaml': [
-    '-useAscendDocker=true',
-    '-logFile=/var/log/mindx-dl/devicePlugin/devicePlugin.log',
-    '-logLevel=0',
-  ],
-  'ascendplugin-volcano.yaml': [
-    '-useAscendDocker=true',
-    '-volcanoType=true',
-    '-presetVirtualDevice=true',
-    '-logFile=/var/log/mindx-dl/devicePlugin/devicePlugin.log',
-    '-logLevel=0',
-  ],
-  'ascendplugin-310P-volcano.yaml': [
-    '-volcanoType=true',
-    '-presetVirtualDevice=true',
-    '-logFile=/var/log/mindx-dl/devicePlugin/devicePlugin.log',
-    '-logLevel=0',
-  ],
-  'run_for_310P_1usoc.sh': [
-    '-useAscendDocker=false',
-    '-volcanoType=true',
-    '-presetVirtualDevice=true',
-    '-logFile=/var/log/mindx-dl/devicePlugin/devicePlugin.log',
-    '-logLevel=0',
-    '--enable-healthz=true',
-    '--healthz-address=11251',
-  ],
-};
 
 describe('[I] upstream flag compatibility (docs/migration.md)', () => {
   test('every flag upstream main.go defines today is accepted at its default', () => {

@@ -7,13 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { AgentSandbox, RESOURCE, runAgentOnce } from '../helpers/agent-process.js';
-
-/** `args` of Huawei's component/ascend-device-plugin/build/ascendplugin-910.yaml (a fact, copied as data). */
-export const HUAWEI_910_ARGS = [
-  '-useAscendDocker=true',
-  '-logFile=/var/log/mindx-dl/devicePlugin/devicePlugin.log',
-  '-logLevel=0',
-];
+import { HUAWEI_910_ARGS } from '../helpers/upstream-manifests.js';
 
 let sb: AgentSandbox | undefined;
 
