@@ -54,6 +54,7 @@ import { SYSTEM_CLOCK, type Clock } from '../state/clock.js';
 import { StoreDeviceSource } from '../state/device-source.js';
 import { NodeStateStore, type NodeState, type StoreChip } from '../state/store.js';
 import { nodeLabelFactsOf, readChipAddresses } from './node-facts.js';
+import { stateDirProblem } from './state-dir.js';
 
 /** Exit statuses of architecture §4. */
 export const EXIT = { OK: 0, FATAL: 1, BAD_CONFIG: 2, DCMI_UNUSABLE: 3, WAIT_TIMEOUT: 4 } as const;
@@ -302,6 +303,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.length = 0;
   };
   try {
+    // 0. A state folder that cannot be written stops the start before anything runs (issue [I] "Bad input").
+    const stateProblem = stateDirProblem(flags.stateDir);
+    if (stateProblem) throw new AgentStartError(stateProblem, EXIT.BAD_CONFIG);
     // 1. DCMI (spec A.2 steps 1-4): wait up to -deviceResetTimeout for dcmi_init and the card list.
     const { dcmi, chips } = await openDcmi(config, env, log, deps.dcmiInitRetryMs ?? 10_000);
     cleanups.push({

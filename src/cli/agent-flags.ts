@@ -1,12 +1,13 @@
 /**
  * Flags and environment of `ascend-npu-agent` (spec device-plugin.md A.1, architecture §4): the typed table with
  * defaults and ranges, environment mirrors `ASCEND_AGENT_<UPPER_SNAKE_NAME>` (the flag wins), the cross-flag rules
- * in the spec's validation order, the "not supported yet" guard for features not built, and `NODE_NAME`.
+ * in the spec's validation order, the "not supported yet" guard for features not built, the upstream flags that
+ * are accepted and ignored with one deprecation warning (docs/migration.md), and `NODE_NAME`.
  * Pure: reads only the argv and environment it is given. A failed parse is exit status 2 for the caller.
  */
 import path from 'node:path';
 import { parseListenAddress } from '../observability/listen-address.js';
-import { parseGoBool, parseGoFlags, parseGoInt, type GoFlagKind } from './go-flags.js';
+import { parseGoBool, parseGoFlags, parseGoFloat, parseGoInt, type GoFlagKind } from './go-flags.js';
 
 export { parseListenAddress };
 
@@ -17,7 +18,13 @@ export type FlagSupport =
   /** Validated and stored, no runtime effect (upstream has none either, spec M.1, or a documented choice). */
   | 'no-effect'
   /** A feature not built yet: the default is accepted, any other value is refused. */
-  | 'not-yet';
+  | 'not-yet'
+  /**
+   * An upstream flag with no meaning here (removed upstream, or it chose something this agent decides by itself):
+   * validated as upstream did, then ignored with one warning naming it, so that an operator's manifest keeps
+   * starting (docs/migration.md).
+   */
+  | 'deprecated';
 
 interface FlagDef {
   readonly kind: GoFlagKind;
@@ -28,6 +35,10 @@ interface FlagDef {
   readonly support: FlagSupport;
   /** For `not-yet`: the feature, for the message. */
   readonly feature?: string;
+  /** For `deprecated`: why it is ignored, for the warning. */
+  readonly deprecation?: string;
+  /** For `string` flags with a fixed set of values (upstream's own check). */
+  readonly oneOf?: readonly string[];
   /** Environment name when the generic rule gives an awkward one. */
   readonly env?: string;
 }
@@ -149,6 +160,15 @@ export const AGENT_FLAGS = {
     feature: 'soft share',
     help: 'soft-share configuration folder',
   },
+  // upstream main.go: used only together with -softShareDevConfigDir (refused here), so without effect, as upstream
+  softShareCoreScaling: {
+    kind: 'float64',
+    def: 1,
+    min: 1,
+    max: 5,
+    support: 'no-effect',
+    help: 'soft-share oversell ratio; only used with -softShareDevConfigDir (soft share: not supported yet)',
+  },
   useSingleDieMode: { kind: 'bool', def: false, support: 'yes', help: '910A3: multi-die policy "independent"' },
   getPodFromKubelet: {
     kind: 'bool',
@@ -166,6 +186,38 @@ export const AGENT_FLAGS = {
   'healthz-address': { kind: 'string', def: '11251', support: 'yes', help: 'liveness port, 1025..65535' },
   'tls-cert-file': { kind: 'string', def: '', support: 'yes', help: 'HTTPS certificate of the liveness endpoint' },
   'tls-private-key-file': { kind: 'string', def: '', support: 'yes', help: 'HTTPS key of the liveness endpoint' },
+  // ---- upstream flags removed since, still in operators' manifests (accepted, one warning, ignored) ------------
+  useAscendDocker: {
+    kind: 'bool',
+    def: true,
+    support: 'deprecated',
+    deprecation: 'removed upstream; the ascend-docker mode follows ASCEND_DOCKER_RUNTIME=True (spec C.4)',
+    help: 'removed upstream: the ascend-docker mode follows ASCEND_DOCKER_RUNTIME',
+  },
+  mode: {
+    kind: 'string',
+    def: '',
+    oneOf: ['', 'ascend310', 'ascend310P', 'ascend710', 'ascend910'],
+    support: 'deprecated',
+    deprecation: 'removed upstream; the chip kind is detected from DCMI (spec B.2)',
+    help: 'removed upstream: the chip kind is detected from DCMI',
+  },
+  useLargeModel: {
+    kind: 'bool',
+    def: false,
+    support: 'deprecated',
+    deprecation: 'removed upstream, no effect',
+    help: 'removed upstream, no effect',
+  },
+  cacheExpirePeriod: {
+    kind: 'int64',
+    def: 30,
+    min: 0,
+    max: 60,
+    support: 'deprecated',
+    deprecation: 'removed upstream; the pod cache is a watch (spec I.6)',
+    help: 'removed upstream: the pod cache is a watch',
+  },
   // ---- architecture §4 ---------------------------------------------------------------------------------------
   kubeletDir: {
     kind: 'string',
@@ -315,6 +367,10 @@ function convert(
 ): { value?: string | number | boolean; error?: string } {
   const def: FlagDef = AGENT_FLAGS[name];
   if (def.kind === 'string') return { value: text };
+  if (def.kind === 'float64') {
+    const f = parseGoFloat(text);
+    return f === undefined ? { error: `invalid float value "${text}" for ${where}` } : { value: f };
+  }
   if (def.kind === 'bool') {
     const b = parseGoBool(text);
     return b === undefined ? { error: `invalid boolean value "${text}" for ${where}` } : { value: b };
@@ -396,7 +452,7 @@ export function parseAgentArgs(
   const inRange = (n: AgentFlagName): void => {
     const def: FlagDef = AGENT_FLAGS[n];
     const v = flags[n] as number;
-    if ((def.min !== undefined && v < def.min) || (def.max !== undefined && v > def.max)) {
+    if (Number.isNaN(v) || (def.min !== undefined && v < def.min) || (def.max !== undefined && v > def.max)) {
       errors.push(`${where(n)} is out of range ${rangeText(def)}`);
     }
   };
@@ -439,14 +495,27 @@ export function parseAgentArgs(
   inRange('linkdownTimeout');
   inRange('thirdPartyScanDelay');
   inRange('deviceResetTimeout');
-  // 10. shareDevCount range and soft-share rules
+  // 10. shareDevCount range and soft-share rules (upstream main.go checkShareDevFeatureParam and
+  // checkSoftShareDevFeatureParam; the oversell ratio is range-checked always, upstream only with the folder set)
   inRange('shareDevCount');
+  if (flags.shareDevCount > 1 && flags.softShareDevConfigDir === '' && flags.volcanoType) {
+    errors.push('-shareDevCount > 1 without -softShareDevConfigDir requires -volcanoType=false');
+  }
+  inRange('softShareCoreScaling');
   if (flags.softShareDevConfigDir !== '') {
     if (!path.isAbsolute(flags.softShareDevConfigDir)) {
       errors.push(`${where('softShareDevConfigDir')} must be an absolute path`);
     }
     if (flags.shareDevCount !== 100) errors.push('-softShareDevConfigDir requires -shareDevCount=100');
     if (!flags.volcanoType) errors.push('-softShareDevConfigDir requires -volcanoType=true');
+  }
+  // Removed upstream flags: upstream's old checks still apply (a value it refused is refused).
+  inRange('cacheExpirePeriod');
+  for (const n of FLAG_NAMES) {
+    const def: FlagDef = AGENT_FLAGS[n];
+    if (def.oneOf && !def.oneOf.includes(flags[n] as string)) {
+      errors.push(`${where(n)} must be one of ${def.oneOf.map((v) => JSON.stringify(v)).join(', ')}`);
+    }
   }
   // Ours (architecture §4).
   inRange('linkQueryInterval');
@@ -505,6 +574,14 @@ export function parseAgentArgs(
   }
   if (errors.length > 0) return { ok: false, errors };
 
+  // Accepted and ignored: one warning per deprecated flag that was given (flag or environment).
+  for (const n of FLAG_NAMES) {
+    const def: FlagDef = AGENT_FLAGS[n];
+    if (def.support === 'deprecated' && sources[n] !== 'default') {
+      warnings.push(`${where(n)}: deprecated upstream flag, ignored (${def.deprecation ?? 'no effect here'})`);
+    }
+  }
+
   const config: AgentConfig = Object.freeze({
     flags: Object.freeze(flags),
     sources: Object.freeze(sources as AgentConfig['sources']),
@@ -549,7 +626,12 @@ export function agentUsage(): string {
   for (const n of FLAG_NAMES) {
     const def: FlagDef = AGENT_FLAGS[n];
     const range = def.min !== undefined || def.max !== undefined ? ` ${rangeText(def)}` : '';
-    const note = def.support === 'not-yet' ? ' (not supported yet: default only)' : '';
+    const note =
+      def.support === 'not-yet'
+        ? ' (not supported yet: default only)'
+        : def.support === 'deprecated'
+          ? ' (deprecated: accepted and ignored)'
+          : '';
     lines.push(
       `  ${flagSpelling(n)} ${def.kind}  (default ${JSON.stringify(def.def)}${range}, env ${agentEnvName(n)})`,
     );

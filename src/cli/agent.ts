@@ -85,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
     fail(err instanceof LogFileError ? err.message : `cannot create the logger: ${String(err)}`);
     return EXIT.BAD_CONFIG;
   }
-  for (const w of args.warnings) log.warn({ warning: w }, 'environment');
+  for (const w of args.warnings) log.warn({ warning: w }, 'flags and environment');
   log.info({ version: packageVersion(), config: effectiveConfig(config) }, 'effective configuration');
 
   let handle: AgentHandle | undefined;

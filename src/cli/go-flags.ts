@@ -6,7 +6,7 @@
  */
 
 /** Value kinds of Go's `flag` package that the agent uses. */
-export type GoFlagKind = 'bool' | 'int' | 'int64' | 'uint' | 'string';
+export type GoFlagKind = 'bool' | 'int' | 'int64' | 'uint' | 'float64' | 'string';
 
 /** What the parser needs to know about one flag. */
 export interface GoFlagShape {
@@ -117,4 +117,18 @@ export function parseGoInt(text: string, unsigned = false): number | undefined {
   if (!alphabet.test(digits)) return undefined;
   const n = sign * parseInt(digits, base);
   return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/**
+ * Go `strconv.ParseFloat(text, 64)` as `flag.Float64` uses it, for the decimal forms: optional sign, digits with an
+ * optional fraction and exponent (`1`, `1.5`, `.5`, `2e-1`), and `Inf`/`Infinity`/`NaN` in any case (the caller
+ * range-checks); a literal beyond float64 (`1e400`) is an error, as in Go. Hexadecimal floats and `_` separators,
+ * which Go also takes, are refused (undefined).
+ */
+export function parseGoFloat(text: string): number | undefined {
+  if (/^[+-]?(inf|infinity)$/i.test(text)) return text.startsWith('-') ? -Infinity : Infinity;
+  if (/^nan$/i.test(text)) return NaN;
+  if (!/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isFinite(n) ? n : undefined; // Go: out of float64 range is a syntax error (ErrRange)
 }

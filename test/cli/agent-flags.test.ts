@@ -8,7 +8,8 @@ import {
   parseListenAddress,
   type AgentConfig,
 } from '../../src/cli/agent-flags.js';
-import { parseGoFlags, parseGoInt } from '../../src/cli/go-flags.js';
+import { parseGoFlags, parseGoFloat, parseGoInt } from '../../src/cli/go-flags.js';
+import { HUAWEI_MANIFEST_ARGS, UPSTREAM_MAIN_GO_FLAGS } from '../helpers/upstream-manifests.js';
 
 const ENV = { NODE_NAME: 'node-1' };
 
@@ -176,6 +177,7 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
     expect(errors(['-use310PMixedInsert', '-volcanoType', '-shareDevCount=2'])).toEqual([
       '-use310PMixedInsert=true requires -volcanoType=false',
       '-use310PMixedInsert=true requires -shareDevCount=1',
+      '-shareDevCount > 1 without -softShareDevConfigDir requires -volcanoType=false',
       expect.stringMatching(/^-shareDevCount=2: 310\/310P share mode/),
     ]);
   });
@@ -184,6 +186,13 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
     expect(errors(['-presetVirtualDevice=false', '-volcanoType', '-shareDevCount=2'])[0]).toBe(
       '-presetVirtualDevice=false requires -shareDevCount=1',
     );
+  });
+
+  test('upstream main.go: -shareDevCount > 1 without -softShareDevConfigDir needs -volcanoType=false', () => {
+    expect(errors(['-shareDevCount=2', '-volcanoType'])[0]).toBe(
+      '-shareDevCount > 1 without -softShareDevConfigDir requires -volcanoType=false',
+    );
+    expect(errors(['-shareDevCount=2'])).toEqual([expect.stringMatching(/^-shareDevCount=2: .* not supported yet/)]);
   });
 
   test('-softShareDevConfigDir needs -shareDevCount=100 and -volcanoType=true', () => {
@@ -288,5 +297,85 @@ describe('A.2 the effective configuration', () => {
       nodeName: 'node-1',
       setBy: { logLevel: 'flag', volcanoType: 'env' },
     });
+  });
+});
+
+describe('[I] upstream flag compatibility (docs/migration.md)', () => {
+  test('every flag upstream main.go defines today is accepted at its default', () => {
+    const table = AGENT_FLAGS as Record<string, { def: unknown }>;
+    for (const name of UPSTREAM_MAIN_GO_FLAGS) {
+      expect([name, name in table]).toEqual([name, true]);
+      if (name === 'version') continue; // short-circuits
+      const c = ok([`${name.includes('-') ? '--' : '-'}${name}=${String(table[name]!.def)}`]);
+      expect(c.sources[name as keyof typeof AGENT_FLAGS]).toBe('flag');
+    }
+  });
+
+  test.each(Object.entries(HUAWEI_MANIFEST_ARGS))('the arguments of Huawei %s are accepted', (_file, argv) => {
+    const r = parseAgentArgs(argv, ENV);
+    expect(r.ok && r.config?.flags.logLevel).toBe(0);
+  });
+
+  test('a deprecated flag (-useAscendDocker) is accepted, ignored, and warned about once, by name', () => {
+    const r = parseAgentArgs(['-useAscendDocker=true', '-logLevel=0', '-useAscendDocker'], ENV);
+    expect(r.ok && r.warnings).toEqual([
+      expect.stringMatching(/^-useAscendDocker=true: deprecated upstream flag, ignored \(.*ASCEND_DOCKER_RUNTIME/),
+    ]);
+    // ignored: the ascend-docker mode still follows ASCEND_DOCKER_RUNTIME only (spec C.4)
+    expect(r.ok && r.config?.ascendDockerRuntime).toBe(false);
+  });
+
+  test('every deprecated flag warns only when given, on the command line or through its environment mirror', () => {
+    expect(parseAgentArgs([], ENV)).toMatchObject({ ok: true, warnings: [] });
+    const given = parseAgentArgs(['-mode=ascend910', '-useLargeModel=false', '-cacheExpirePeriod=0'], {
+      ...ENV,
+      ASCEND_AGENT_USE_ASCEND_DOCKER: 'false',
+    });
+    expect(given.ok && given.warnings.map((w) => w.split(':')[0])).toEqual([
+      'ASCEND_AGENT_USE_ASCEND_DOCKER=false',
+      '-mode=ascend910',
+      '-useLargeModel=false',
+      '-cacheExpirePeriod=0',
+    ]);
+  });
+
+  test("a deprecated flag's value out of upstream's range still exits 2", () => {
+    expect(errors(['-cacheExpirePeriod=61'])).toEqual(['-cacheExpirePeriod=61 is out of range [0, 60]']);
+    expect(errors(['-mode=ascend950'])).toEqual([
+      '-mode=ascend950 must be one of "", "ascend310", "ascend310P", "ascend710", "ascend910"',
+    ]);
+    expect(errors(['-useAscendDocker=yes'])).toEqual(['invalid boolean value "yes" for -useAscendDocker']);
+  });
+
+  test('-softShareCoreScaling (no effect without soft share) takes [1, 5] and nothing else', () => {
+    for (const v of ['1', '2.5', '5', '1e0'])
+      expect(ok([`-softShareCoreScaling=${v}`]).flags.softShareCoreScaling).toBe(Number(v));
+    expect(parseAgentArgs(['-softShareCoreScaling=2'], ENV)).toMatchObject({ ok: true, warnings: [] });
+    for (const v of ['0.5', '5.01', 'NaN', 'Inf', '-Infinity']) {
+      expect(errors([`-softShareCoreScaling=${v}`])).toEqual([
+        `-softShareCoreScaling=${v === 'Inf' ? 'Infinity' : v} is out of range [1, 5]`,
+      ]);
+    }
+    expect(errors(['-softShareCoreScaling=two'])).toEqual(['invalid float value "two" for -softShareCoreScaling']);
+  });
+
+  test('floats are read as Go strconv.ParseFloat (decimal forms, Inf, NaN; beyond float64 is an error)', () => {
+    expect([parseGoFloat('1.5'), parseGoFloat('.5'), parseGoFloat('-2e1'), parseGoFloat('inf')]).toEqual([
+      1.5,
+      0.5,
+      -20,
+      Infinity,
+    ]);
+    expect([parseGoFloat('1e400'), parseGoFloat('1.2.3'), parseGoFloat(''), parseGoFloat('+nan')]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(parseGoFloat('NaN')).toBeNaN();
+  });
+
+  test('--help marks the deprecated flags', () => {
+    expect(agentUsage()).toMatch(/-useAscendDocker bool[^\n]*\n[^\n]*\(deprecated: accepted and ignored\)/);
   });
 });
