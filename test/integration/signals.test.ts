@@ -46,9 +46,12 @@ async function until<T>(check: () => T | undefined | null | false, what: string,
 }
 
 /** Starts the agent with the sandbox's flags, `-kubeletDir` replaced when given, without waiting for registration. */
-function spawnAgent(s: AgentSandbox, opts: { kubeletDir?: string; env?: Record<string, string> } = {}): AgentProcess {
+function spawnAgent(
+  s: AgentSandbox,
+  opts: { kubeletDir?: string; env?: Record<string, string>; flags?: string[] } = {},
+): AgentProcess {
   const flags = s
-    .flags()
+    .flags(opts.flags)
     .map((f) => (opts.kubeletDir !== undefined && f.startsWith('-kubeletDir=') ? `-kubeletDir=${opts.kubeletDir}` : f));
   const agent = new AgentProcess(spawn(process.execPath, [AGENT_JS, ...flags], { env: s.env(opts.env) }));
   s.agent = agent;
@@ -101,7 +104,10 @@ describe('issue [K] item 8: SIGTERM during the agent start-up waits (architectur
     async () => {
       sb = await AgentSandbox.create();
       // no scenario file: the mock's dcmi_init fails with -8005 on every attempt (scenarios/README.md)
-      const agent = spawnAgent(sb, { env: { ASCEND_MOCK_SCENARIO: path.join(sb.dir, 'no-scenario.json') } });
+      const agent = spawnAgent(sb, {
+        env: { ASCEND_MOCK_SCENARIO: path.join(sb.dir, 'no-scenario.json') },
+        flags: ['-deviceResetTimeout=600'], // the default (the sandbox's 10 s is overridden: the last value wins)
+      });
       await until(() => logged(agent, 'DCMI not ready; retrying'), 'a failed dcmi_init');
       const r = await terminate(agent);
       expect([r.code, r.stopped.phase]).toEqual([0, 'DCMI initialisation']);
