@@ -457,6 +457,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     phase = next;
   };
   try {
+    step('DCMI initialisation'); // a signal before runAgent was called: nothing is started at all
     // 1. DCMI (spec A.2 steps 1-4): wait up to -deviceResetTimeout for dcmi_init and the card list.
     const { dcmi, chips } = await openDcmi(config, env, log, deps.dcmiInitRetryMs ?? 10_000, signal);
     cleanups.push({
