@@ -3,6 +3,12 @@
  * kubelet / device-info ConfigMap / Events / metrics. `runAgent` starts everything in the start-up order of
  * docs/agent.md and returns a handle whose `stop()` is the orderly shutdown; the CLI (`src/cli/agent.ts`) maps
  * {@link AgentStartError} to the exit status, and tests and `simulate` can run the agent in-process.
+ *
+ * Signals (architecture §4 "0 stopped by a signal", issue [K] item 8): the CLI aborts `deps.signal` at SIGTERM;
+ * every start-up wait (`dcmi_init` retries, API start-up reads, node set-up, the monitor's first pass, the kubelet
+ * folder and first registration) ends at once, what was started is stopped in reverse order and `runAgent` rejects
+ * with {@link AgentStoppedError}. `stop()` is bounded as a whole (`stopBudgetMs`); `deps.hurry` (a second signal)
+ * cuts its remaining waits short.
  */
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
@@ -31,6 +37,7 @@ import { deviceInfoViewOf } from '../kube/engine-view.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
 import type { WatchFn } from '../kube/list-watch.js';
+import { ApiRecovery, statusOf, type BackoffOptions } from '../kube/write-queue.js';
 import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
@@ -39,7 +46,7 @@ import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
 import type { Logger } from '../kubelet/logger.js';
-import { DevicePluginManager } from '../kubelet/plugin-manager.js';
+import { DevicePluginManager, KubeletStartAbortedError } from '../kubelet/plugin-manager.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.js';
 import { AgentMetrics } from '../observability/metrics.js';
@@ -70,6 +77,23 @@ export class AgentStartError extends Error {
   }
 }
 
+/**
+ * The agent was asked to stop (its `deps.signal` aborted) before start-up completed: everything started was stopped
+ * again. Not a failure: the CLI exits {@link EXIT}.OK (architecture §4).
+ */
+export class AgentStoppedError extends Error {
+  override readonly name = 'AgentStoppedError';
+  readonly exitCode = EXIT.OK;
+  constructor(
+    /** The start-up step that was running, e.g. `kubelet directory and registration`. */
+    readonly phase: string,
+    /** The abort reason (the CLI passes the signal's name). */
+    readonly reason: string | undefined,
+  ) {
+    super(`stopped${reason !== undefined ? ` by ${reason}` : ''} during start-up (${phase})`);
+  }
+}
+
 /** What the composition root takes from its environment (all optional; tests shorten the waits). */
 export interface AgentDeps {
   /** The process environment (`LD_LIBRARY_PATH`, `KUBECONFIG`, in-cluster variables, `hccn_tool`'s env). */
@@ -95,6 +119,18 @@ export interface AgentDeps {
   readonly flushTimeoutMs?: number;
   /** Metrics from Node.js (process CPU, memory); default true. */
   readonly defaultMetrics?: boolean;
+  /**
+   * Aborted when the agent must stop (the CLI: SIGTERM/SIGINT). During start-up every wait ends at once and
+   * `runAgent` rejects with {@link AgentStoppedError}; afterwards the caller calls `stop()`.
+   */
+  readonly signal?: AbortSignal;
+  /** Aborted to stop without waiting any longer (the CLI: a second signal): the shutdown's waits end at once. */
+  readonly hurry?: AbortSignal;
+  /**
+   * Bound of the whole `stop()` (default 4 s: the CLI exits within 5 s of a signal); the ConfigMap flush gets what is
+   * left of it after a reserve for the rest, at most `flushTimeoutMs`.
+   */
+  readonly stopBudgetMs?: number;
 }
 
 /** The running agent. */
@@ -125,20 +161,89 @@ export interface AgentHandle {
 
 type Cleanup = { what: string; run: () => unknown };
 
-function withTimeout<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+/** `p`'s value, or `fallback` when it rejects, takes longer than `ms` or `signal` is aborted first. */
+function withTimeout<T>(p: Promise<T>, ms: number, fallback: T, signal?: AbortSignal): Promise<T> {
   return new Promise<T>((resolve) => {
-    const timer = setTimeout(() => resolve(fallback), ms);
+    const done = (v: T): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(v);
+    };
+    const onAbort = (): void => done(fallback);
+    const timer = setTimeout(onAbort, ms);
     timer.unref();
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    p.then(done, onAbort);
+  });
+}
+
+/** Thrown by {@link untilAborted} and {@link pause}; `runAgent` turns it into {@link AgentStoppedError}. */
+class StartAborted extends Error {
+  override readonly name = 'StartAborted';
+}
+
+/**
+ * `p`, or a {@link StartAborted} rejection as soon as `signal` is aborted. `p` keeps running: whoever started it
+ * registered a clean-up that stops it.
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new StartAborted('aborted'));
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
     p.then(
       (v) => {
-        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
         resolve(v);
       },
-      () => {
-        clearTimeout(timer);
-        resolve(fallback);
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err instanceof Error ? err : new Error(String(err)));
       },
     );
+  });
+}
+
+/**
+ * Sleeps `ms` (a timer that keeps the process alive: nothing else may run during start-up); rejects with
+ * {@link StartAborted} as soon as `signal` is aborted, and the timer is cleared then.
+ */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const slept = new Promise<void>((r) => (timer = setTimeout(r, ms)));
+  return untilAborted(slept, signal).finally(() => clearTimeout(timer));
+}
+
+function reasonOf(signal: AbortSignal): string | undefined {
+  const r: unknown = signal.reason;
+  return typeof r === 'string' ? r : r instanceof Error && r.name !== 'AbortError' ? r.message : undefined;
+}
+
+/**
+ * `api` with the outcome of every call reported to the shared {@link ApiRecovery}: a success of any request ends
+ * every retrier's backoff after an outage (issue [K] item 8).
+ */
+function reportingTo<T extends object>(api: T, recovery: ApiRecovery): T {
+  return new Proxy(api, {
+    get(t, prop, receiver) {
+      const v: unknown = Reflect.get(t, prop, receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]): unknown => {
+        const r: unknown = (v as (...a: unknown[]) => unknown).apply(t, args);
+        if (r instanceof Promise) {
+          r.then(
+            () => recovery.reportSuccess(),
+            (err: unknown) => recovery.reportFailure(statusOf(err)),
+          );
+        }
+        return r;
+      };
+    },
   });
 }
 
@@ -172,10 +277,6 @@ function withRecovering<V extends { readonly chips: readonly { readonly logicId:
   return { ...view, chips: view.chips.map((c) => (recovering.has(c.logicId) ? { ...c, resetting: true } : c)) };
 }
 
-function sleepMs(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -187,18 +288,25 @@ export interface KubeBackend {
   /** `built-in` (KubeClient) or `client-node`, and where the access came from (for the log). */
   readonly client: 'built-in' | 'client-node';
   readonly from: string;
+  /** Whether the API server serves now (`GET /readyz`, bounded, never rejects): the outage probe of ApiRecovery. */
+  readonly probe?: () => Promise<boolean>;
   close(): void;
 }
+
+/** Bound of one outage probe. */
+const PROBE_TIMEOUT_MS = 2000;
 
 /** client-node's CoreV1Api and Watch over `kc` (client-node is loaded here, not with this module). */
 export async function clientNodeBackend(kc: k8s.KubeConfig, from = 'kubeconfig'): Promise<KubeBackend> {
   const m = await import('@kubernetes/client-node');
   const watcher = new m.Watch(kc);
+  const health = new m.Health(kc);
   return {
     core: kc.makeApiClient(m.CoreV1Api),
     watch: (p, q, cb, done) => watcher.watch(p, q, cb, done),
     client: 'client-node',
     from,
+    probe: () => health.readyz({ signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).catch(() => false),
     close: () => undefined,
   };
 }
@@ -216,7 +324,14 @@ export async function loadKube(
     if (source === undefined) return undefined;
     if (source.kind === 'access') {
       const c = new KubeClient(source.access);
-      return { core: c, watch: c.watch, client: 'built-in', from: source.from, close: () => c.close() };
+      return {
+        core: c,
+        watch: c.watch,
+        client: 'built-in',
+        from: source.from,
+        probe: () => c.probe(PROBE_TIMEOUT_MS),
+        close: () => c.close(),
+      };
     }
     const m = await import('@kubernetes/client-node');
     const kc = new m.KubeConfig();
@@ -227,12 +342,16 @@ export async function loadKube(
   }
 }
 
-/** Resolves, opens and initialises DCMI (exit 3 when unusable), enumerates the chips. */
+/**
+ * Resolves, opens and initialises DCMI (exit 3 when unusable), enumerates the chips. An aborted `signal` ends the
+ * retries at once ({@link StartAborted}; DCMI is closed, after an `dcmi_init` in flight returned).
+ */
 async function openDcmi(
   config: AgentConfig,
   env: Readonly<Record<string, string | undefined>>,
   log: Logger,
   retryMs: number,
+  signal: AbortSignal | undefined,
 ): Promise<{ dcmi: Dcmi; chips: ChipAddress[] }> {
   const explicit = config.flags.dcmiLibrary;
   let lib;
@@ -263,12 +382,21 @@ async function openDcmi(
   log.info({ library: lib.path, source: lib.source, rejected: lib.rejected }, 'DCMI library');
   const deadline = Date.now() + config.flags.deviceResetTimeout * 1000;
   for (let attempt = 1; ; attempt++) {
+    const init = dcmi.init();
     try {
-      await dcmi.init();
+      await untilAborted(init, signal);
       const chips = dcmi.enumerate();
       if (chips.length === 0) throw new Error('DCMI reports no chips');
       return { dcmi, chips };
     } catch (err) {
+      if (err instanceof StartAborted) {
+        // dcmi_init runs off the JS thread: the library is closed once it has returned
+        void init.then(
+          () => dcmi.close(),
+          () => dcmi.close(),
+        );
+        throw err;
+      }
       const left = deadline - Date.now();
       if (left <= 0) {
         dcmi.close();
@@ -279,7 +407,12 @@ async function openDcmi(
         );
       }
       log.warn({ attempt, error: message(err), retryInMs: Math.min(retryMs, left) }, 'DCMI not ready; retrying');
-      await sleepMs(Math.min(retryMs, left));
+      try {
+        await pause(Math.min(retryMs, left), signal);
+      } catch (abort) {
+        dcmi.close();
+        throw abort;
+      }
     }
   }
 }
@@ -291,23 +424,46 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
   const flags = config.flags;
   const clock = deps.clock ?? SYSTEM_CLOCK;
   const apiTimeout = deps.apiStartupTimeoutMs ?? 3000;
+  const signal = deps.signal;
   const cleanups: Cleanup[] = [];
-  const undo = async (): Promise<void> => {
+  /**
+   * Runs the clean-ups in reverse order. Each one's synchronous part always runs; waiting for its promise is bounded
+   * by what is left of `budgetMs` (and ends at `deps.hurry`), so a clean-up that hangs cannot hold the exit.
+   */
+  const undo = async (budgetMs: number): Promise<void> => {
+    const until = Date.now() + budgetMs;
     for (const c of cleanups.reverse()) {
+      const failed = (err: unknown): void => log.warn({ what: c.what, error: message(err) }, 'clean-up step failed');
       try {
-        await c.run();
+        const r = c.run();
+        if (r instanceof Promise) {
+          await withTimeout(
+            r.then(() => undefined, failed),
+            Math.max(0, until - Date.now()),
+            undefined,
+            deps.hurry,
+          );
+        }
       } catch (err) {
-        log.warn({ what: c.what, error: message(err) }, 'clean-up step failed');
+        failed(err);
       }
     }
     cleanups.length = 0;
   };
+  /** The start-up step running now (named in {@link AgentStoppedError}). */
+  let phase = 'DCMI initialisation';
+  /** Between two steps: stop here when the signal came meanwhile. */
+  const step = (next: string): void => {
+    if (signal?.aborted) throw new StartAborted('aborted');
+    phase = next;
+  };
   try {
+    step('DCMI initialisation'); // a signal before runAgent was called: nothing is started at all
     // 0. A state folder that cannot be written stops the start before anything runs (issue [I] "Bad input").
     const stateProblem = stateDirProblem(flags.stateDir);
     if (stateProblem) throw new AgentStartError(stateProblem, EXIT.BAD_CONFIG);
     // 1. DCMI (spec A.2 steps 1-4): wait up to -deviceResetTimeout for dcmi_init and the card list.
-    const { dcmi, chips } = await openDcmi(config, env, log, deps.dcmiInitRetryMs ?? 10_000);
+    const { dcmi, chips } = await openDcmi(config, env, log, deps.dcmiInitRetryMs ?? 10_000, signal);
     cleanups.push({
       what: 'dcmi',
       run: () => {
@@ -350,6 +506,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       'DCMI ready',
     );
 
+    step('metrics and fault policy');
     // 2. Metrics (before anything that reports into them).
     const registry = deps.registry ?? new Registry();
     const metrics = new AgentMetrics(registry, { defaultMetrics: deps.defaultMetrics ?? true });
@@ -364,6 +521,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       log: (level, line) => log[level]({ source: 'fault-config' }, line),
     });
     cleanups.push({ what: 'fault-config files', run: () => files.close() });
+    step('Kubernetes API client');
 
     // 4. Kubernetes API (never waited on longer than apiTimeout; the kubelet path does not depend on it).
     const kube =
@@ -377,7 +535,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       log.info({ client: kube.client, from: kube.from }, 'Kubernetes API client');
       cleanups.push({ what: 'kube client', run: () => kube.close() });
     }
-    const core = kube?.core;
+    // The one "API server back" signal of this agent: every request's outcome feeds it, and every retrier of the
+    // kube layer (write queues, list-watches) backs off through it (issue [K] item 8; docs/agent.md "Outages").
+    const recovery = kube ? new ApiRecovery(kube.probe ? { probe: kube.probe } : {}) : undefined;
+    if (recovery) cleanups.push({ what: 'API recovery probe', run: () => recovery.close() });
+    const backoff: BackoffOptions | undefined = recovery ? { recovery } : undefined;
+    const core = kube && recovery ? reportingTo(kube.core, recovery) : undefined;
     const events = core
       ? new KubeEventRecorder({
           api: core,
@@ -395,14 +558,18 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         files,
         logger: log,
         ...(events ? { events } : {}),
+        ...(backoff ? { backoff } : {}),
       });
       cleanups.push({ what: 'fault-config configmap', run: () => cmSource.close() });
-      await withTimeout(cmSource.start(), apiTimeout, undefined);
+      step('fault-config ConfigMap read');
+      await untilAborted(withTimeout(cmSource.start(), apiTimeout, undefined), signal);
       policySource = cmSource;
     }
+    step('device-info ConfigMap read');
     const live: StartupValues | undefined = core
-      ? await withTimeout(readStartupValues(core, config.nodeName, log), apiTimeout, undefined)
+      ? await untilAborted(withTimeout(readStartupValues(core, config.nodeName, log), apiTimeout, undefined), signal)
       : undefined;
+    step('engine restore');
 
     // 5. Engine, restored from -stateDir / the live ConfigMap (G.3) before kubelet sees anything.
     let workModeSmp = false;
@@ -499,6 +666,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.push({ what: 'monitor', run: () => monitor.stop() });
     // D.9: hang events take the same path as the monitor's (recoveries are held 1 s by the detector).
     const hangConfig = await loadHangDetectionConfig(flags.hangDetectionConfigFile, { logger: log });
+    step('outputs');
     const hang = new HangDetector({
       dcmi,
       chips,
@@ -554,6 +722,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         autoStowing: flags.autoStowing,
         watch: kube.watch,
         logger: log,
+        ...(backoff ? { backoff } : {}),
       });
       const lab = labeler;
       cleanups.push({ what: 'node labeler', run: () => lab.stop() });
@@ -578,6 +747,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         nodeName: config.nodeName,
         runMode,
         logger: log,
+        ...(backoff ? { backoff } : {}),
         ...(events ? { events } : {}),
         view: (now) =>
           lab.applyToView(
@@ -610,6 +780,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         watch: kube.watch,
         nodeName: config.nodeName,
         logger: log,
+        ...(backoff ? { backoff } : {}),
         onChange: () => {
           updatePodUsed();
           void annotatePass();
@@ -739,6 +910,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         api: core,
         watch: kube.watch,
         logger: log,
+        ...(backoff ? { backoff } : {}),
         onChange: (cm, deleted) => late.reset?.configMapChanged(cm, deleted),
       });
       const w = resetCms;
@@ -754,8 +926,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         podUsed: v.podUsed,
       }));
 
+    step('health monitor first pass');
     store.start();
-    await monitor.start(); // before registering with kubelet: the first list is DCMI's truth
+    await untilAborted(monitor.start(), signal); // before registering with kubelet: the first list is DCMI's truth
     hang.start();
     if (publisher) void withTimeout(publisher.start(), apiTimeout, undefined);
     if (pods) {
@@ -769,22 +942,26 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
 
     // Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1).
     if (labeler) {
+      step('node labels and annotations');
       const lab = labeler;
       const bound = 3 * apiTimeout + 3000;
       let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([
-          lab.start(),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(
-              () =>
-                reject(
-                  new NodeSetupError(`node ${config.nodeName}: no answer from the API server within ${bound} ms`, 0),
-                ),
-              bound,
-            );
-          }),
-        ]);
+        await untilAborted(
+          Promise.race([
+            lab.start(),
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(
+                () =>
+                  reject(
+                    new NodeSetupError(`node ${config.nodeName}: no answer from the API server within ${bound} ms`, 0),
+                  ),
+                bound,
+              );
+            }),
+          ]),
+          signal,
+        );
       } catch (err) {
         if (err instanceof NodeSetupError) throw new AgentStartError(err.message, err.exitStatus);
         throw err;
@@ -848,6 +1025,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     reset.start();
 
     // 8. Kubelet (spec A.2 last step): wait for the directory, register every resource.
+    step('kubelet directory and registration');
     let mgr: DevicePluginManager;
     try {
       mgr = new DevicePluginManager({
@@ -884,13 +1062,15 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       metrics.allocateLatency.observe({ resource: e.resourceName }, e.ms / 1000),
     );
     try {
-      await mgr.start();
+      await mgr.start(signal);
     } catch (err) {
+      if (err instanceof KubeletStartAbortedError || signal?.aborted) throw new StartAborted('aborted');
       if (err instanceof KubeletWaitTimeoutError) throw new AgentStartError(message(err), EXIT.WAIT_TIMEOUT);
       throw new AgentStartError(`kubelet plugin: ${message(err)}`, EXIT.WAIT_TIMEOUT);
     }
 
     // 9. Metrics and probes.
+    step('metrics server');
     let server: ObservabilityServer | undefined;
     if (flags.metricsAddress !== '') {
       try {
@@ -917,6 +1097,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       cleanups.push({ what: 'metrics server', run: () => s.close() });
       log.info({ address: `${server.host}:${server.port}` }, 'metrics and probes listening');
     }
+    step('running');
 
     log.info(
       {
@@ -940,27 +1121,33 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
 
     let stopping: Promise<void> | undefined;
     const flushMs = deps.flushTimeoutMs ?? 5000;
+    const stopBudgetMs = deps.stopBudgetMs ?? 4000;
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
         log.info('stopping');
+        // One bound for the whole shutdown (a signal → exit within 5 s): each wait gets what is left of it minus a
+        // reserve for the steps after it; every step's synchronous part runs even when nothing is left.
+        const until = Date.now() + stopBudgetMs;
+        const left = (reserveMs: number): number => Math.max(0, until - reserveMs - Date.now());
+        const hurry = deps.hurry;
         stopped = true;
         clearInterval(periodic);
-        await reset.stop(); // flows stop at their next step; running episodes stay in -stateDir for the next start
+        // flows stop at their next step; running episodes stay in -stateDir for the next start
+        await withTimeout(reset.stop(), left(2000), undefined, hurry);
         monitor.stop();
         hang.stop();
         store.stop();
-        try {
-          await mgr.stop(); // streams ended, sockets removed
-        } catch (err) {
-          log.warn({ error: message(err) }, 'kubelet stop');
-        }
+        const kubeletStop = mgr.stop().catch((err: unknown) => log.warn({ error: message(err) }, 'kubelet stop'));
+        await withTimeout(kubeletStop, left(1500), undefined, hurry); // streams ended, sockets removed
         if (publisher) {
+          const boundMs = Math.min(flushMs, left(1000));
           const idle = await withTimeout(
             publisher.whenIdle().then(() => true),
-            flushMs,
+            boundMs,
             false,
+            hurry,
           );
-          if (!idle) log.warn({ boundMs: flushMs }, 'device-info ConfigMap not flushed before the bound');
+          if (!idle) log.warn({ boundMs }, 'device-info ConfigMap not flushed before the bound');
         }
         persistence.scheduleSave(() => persistence.capture(engine, publisher?.confirmedManualSeparation()), 0);
         await withTimeout(persistence.flush(), 2000, undefined);
@@ -968,7 +1155,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
           cleanups.findIndex((c) => c.what === 'kubelet'),
           1,
         );
-        await undo();
+        await undo(left(0));
         log.info('stopped');
       })();
       return stopping;
@@ -993,8 +1180,17 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       stop,
     };
   } catch (err) {
-    await undo();
+    // After the signal any failure is the stop's doing (a wait cut short): exit 0, never 4 (architecture §4).
+    const aborted = signal?.aborted === true;
+    if (aborted) log.info({ phase }, 'stopping during start-up');
+    await undo(aborted ? stopBudgetDuringStartMs(deps) : 3000);
+    if (aborted) throw new AgentStoppedError(phase, reasonOf(signal));
     if (err instanceof AgentStartError) throw err;
     throw new AgentStartError(message(err), EXIT.FATAL);
   }
+}
+
+/** Bound of the clean-ups when start-up is cut short by the signal (the same budget as `stop()`). */
+function stopBudgetDuringStartMs(deps: AgentDeps): number {
+  return deps.stopBudgetMs ?? 4000;
 }

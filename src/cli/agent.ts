@@ -5,14 +5,26 @@
  *
  * Exit statuses (architecture §4): 0 stopped by SIGTERM/SIGINT; 2 bad flag, environment or configuration; 3 the
  * DCMI library is unusable; 4 a start-up wait ran out (kubelet folder, device nodes); 1 anything unexpected.
+ *
+ * Signals (issue [K] item 8): SIGTERM/SIGINT at any moment end the process within 5 s with status 0. The handlers
+ * are installed before the composition root is loaded; the first signal aborts one `AbortSignal` that runAgent's
+ * start-up waits follow (what was started is stopped in reverse order), or calls the running agent's bounded
+ * `stop()`; a second signal aborts `hurry` (the shutdown stops waiting for the ConfigMap and Event queues); a last
+ * resort exits 0 at {@link SHUTDOWN_BOUND_MS} whatever still runs.
  */
 import { pino, type Logger as PinoLogger } from 'pino';
-import { AgentStartError, EXIT, runAgent, type AgentHandle } from '../agent/run-agent.js';
+import type { AgentHandle } from '../agent/run-agent.js';
 import { LogFileError, createLogger } from '../observability/logger.js';
 import { agentUsage, effectiveConfig, parseAgentArgs } from './agent-flags.js';
 import { packageVersion } from './common.js';
 
 const NAME = 'ascend-npu-agent';
+
+/** Exit statuses of architecture §4 (the same as run-agent's `EXIT`, which is loaded later). */
+const EXIT = { OK: 0, FATAL: 1, BAD_CONFIG: 2 } as const;
+
+/** Last resort after the first signal: exit 0 even if the shutdown has not finished (its own bound is 4 s). */
+const SHUTDOWN_BOUND_MS = 4700;
 
 function fail(line: string): void {
   process.stderr.write(`${NAME}: ${line}\n`);
@@ -59,6 +71,44 @@ async function simulate(argv: readonly string[]): Promise<number> {
   return runSimulate(argv, { out: process.stdout, err: process.stderr });
 }
 
+/** The signals received so far, before and after the logger exists. */
+interface SignalState {
+  readonly stop: AbortController;
+  readonly hurry: AbortController;
+  first: NodeJS.Signals | undefined;
+  log: PinoLogger | undefined;
+}
+
+/** Installs the SIGTERM/SIGINT handlers (first: stop; second: hurry) and returns their shared state. */
+function followSignals(): SignalState {
+  const st: SignalState = {
+    stop: new AbortController(),
+    hurry: new AbortController(),
+    first: undefined,
+    log: undefined,
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (st.first === undefined) {
+      st.first = signal;
+      st.log?.info({ signal }, 'signal received; stopping');
+      const last = setTimeout(() => {
+        st.log?.warn({ signal, boundMs: SHUTDOWN_BOUND_MS }, 'shutdown still running at its bound; exiting now');
+        const out = st.log ? flushLogger(st.log) : Promise.resolve();
+        void out.then(() => process.exit(EXIT.OK));
+      }, SHUTDOWN_BOUND_MS);
+      last.unref();
+      st.stop.abort(signal);
+      return;
+    }
+    if (st.hurry.signal.aborted) return;
+    st.log?.warn({ signal }, 'second signal: stopping without waiting for the ConfigMap and Event queues');
+    st.hurry.abort(signal);
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  return st;
+}
+
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'simulate') return simulate(argv.slice(1));
 
@@ -77,6 +127,7 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.OK;
   }
   if (args.command === 'simulate') return simulate(args.commandArgs);
+  const signals = followSignals(); // before the composition root is loaded (≈ 0.3 s of imports)
   const config = args.config!;
   let log: PinoLogger;
   try {
@@ -85,35 +136,38 @@ async function main(argv: string[]): Promise<number> {
     fail(err instanceof LogFileError ? err.message : `cannot create the logger: ${String(err)}`);
     return EXIT.BAD_CONFIG;
   }
+  signals.log = log;
+  if (signals.first !== undefined) log.info({ signal: signals.first }, 'signal received; stopping');
   for (const w of args.warnings) log.warn({ warning: w }, 'flags and environment');
   log.info({ version: packageVersion(), config: effectiveConfig(config) }, 'effective configuration');
 
   let handle: AgentHandle | undefined;
   let resolveStop!: (code: number) => void;
   const stopped = new Promise<number>((r) => (resolveStop = r));
-  let signalled: string | undefined;
-  const onSignal = (signal: string): void => {
-    if (signalled) return;
-    signalled = signal;
-    log.info({ signal }, 'signal received');
-    if (handle) void handle.stop().then(() => resolveStop(EXIT.OK));
-  };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
+  let fatal = false;
   process.on('SIGHUP', () => {
     log.info('SIGHUP: re-registering with kubelet');
     handle?.reregister('SIGHUP');
   });
 
+  const { AgentStartError, AgentStoppedError, runAgent } = await import('../agent/run-agent.js');
   try {
     handle = await runAgent(config, {
       logger: log,
+      signal: signals.stop.signal,
+      hurry: signals.hurry.signal,
       onFatal: (reason) => {
         log.fatal({ reason }, 'kubelet layer gave up');
+        fatal = true;
         if (handle) void handle.stop().then(() => resolveStop(EXIT.FATAL));
       },
     });
   } catch (err) {
+    if (err instanceof AgentStoppedError) {
+      log.info({ signal: signals.first, phase: err.phase }, 'stopped by a signal');
+      await flushLogger(log);
+      return EXIT.OK;
+    }
     const code = err instanceof AgentStartError ? err.exitCode : EXIT.FATAL;
     const text = err instanceof Error ? err.message : String(err);
     log.error({ exitCode: code, error: text }, 'start-up failed');
@@ -121,7 +175,15 @@ async function main(argv: string[]): Promise<number> {
     fail(text);
     return code;
   }
-  if (signalled) void handle.stop().then(() => resolveStop(EXIT.OK));
+  const running = handle;
+  const stopOnSignal = (): void => {
+    void running.stop().then(() => {
+      if (!fatal) log.info({ signal: signals.first }, 'stopped by a signal');
+      resolveStop(fatal ? EXIT.FATAL : EXIT.OK);
+    });
+  };
+  if (signals.stop.signal.aborted) stopOnSignal();
+  else signals.stop.signal.addEventListener('abort', stopOnSignal, { once: true });
   const code = await stopped;
   await flushLogger(log);
   return code;

@@ -275,6 +275,42 @@ export class KubeClient implements AgentCoreApi {
   /** client-node's `Watch.watch` over this client (bound, so it can be handed around). */
   readonly watch: WatchFn = (p, query, callback, done) => this.#watch(p, query, callback, done);
 
+  /**
+   * Whether the API server serves requests now: `GET /readyz` answered 200 within `timeoutMs` (default 2 s). Never
+   * rejects. The agent's outage probe (`ApiRecovery`, issue [K] item 8): the health endpoints are readable by every
+   * authenticated client (the `system:public-info-viewer` role) and answered without an etcd read per request.
+   */
+  probe(timeoutMs = 2000): Promise<boolean> {
+    let url: URL;
+    try {
+      url = this.#url('/readyz', {});
+    } catch {
+      return Promise.resolve(false);
+    }
+    return new Promise<boolean>((resolve) => {
+      let settled = false;
+      const req = this.#request('GET', url, this.#headers());
+      const done = (ok: boolean, destroy: boolean): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (destroy) req.destroy(); // a finished answer leaves its socket to the keep-alive pool
+        resolve(ok);
+      };
+      // an absolute bound (an idle timeout would let a server that dribbles bytes hold the probe forever)
+      const timer = setTimeout(() => done(false, true), timeoutMs);
+      timer.unref();
+      req.on('error', () => done(false, true));
+      req.on('response', (res) => {
+        const ok = res.statusCode === 200;
+        res.resume(); // the body ("ok") is not needed
+        res.on('end', () => done(ok, false));
+        res.on('error', () => done(false, true));
+      });
+      req.end();
+    });
+  }
+
   /** Closes the idle keep-alive connections (open watches are aborted by their owners). */
   close(): void {
     this.#agent.destroy();

@@ -2,11 +2,21 @@
  * List, then watch from the list's resourceVersion, for one collection (optionally narrowed by field and label
  * selectors): the input side of the kube layer (ConfigMaps an operator edits, the node's pods). client-node's
  * informer cannot take a field selector (1.4.0), so this small loop does what it does: re-list on `410 Gone` or
- * after a failure (with backoff and jitter), re-watch from the last resourceVersion after a clean close.
+ * after a failure (with backoff and jitter), re-watch from the last resourceVersion after a clean close. A backoff
+ * ends early when the shared {@link ApiRecovery} of `backoff.recovery` sees the API server back (issue [K] item 8:
+ * an operator's edit made right after an outage is seen within about a second, not after up to 30 s).
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { backoffDelay, statusOf, systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';
+import {
+  backoffDelay,
+  RetryTimer,
+  statusOf,
+  systemQueueClock,
+  type ApiRecovery,
+  type BackoffOptions,
+  type QueueClock,
+} from './write-queue.js';
 
 /** A list answer: the objects and the collection's resourceVersion. */
 export interface ListResult<T> {
@@ -58,7 +68,8 @@ export class ListWatch<T extends k8s.KubernetesObject> {
   #rv = '';
   #failures = 0;
   #controller: AbortController | undefined;
-  #timer: unknown;
+  readonly #retry: RetryTimer;
+  readonly #recovery: ApiRecovery | undefined;
   #stopped = false;
   #synced = false;
   #lists = 0;
@@ -66,6 +77,8 @@ export class ListWatch<T extends k8s.KubernetesObject> {
   constructor(options: ListWatchOptions<T>) {
     this.#o = options;
     this.#clock = options.clock ?? systemQueueClock;
+    this.#recovery = options.backoff?.recovery;
+    this.#retry = new RetryTimer(this.#clock, this.#recovery);
     const w = options.watch;
     if (typeof w === 'function') {
       this.#watch = w;
@@ -96,8 +109,7 @@ export class ListWatch<T extends k8s.KubernetesObject> {
   /** Stops the loop and closes the watch. */
   stop(): void {
     this.#stopped = true;
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#retry.cancel();
     this.#controller?.abort();
     this.#controller = undefined;
   }
@@ -107,13 +119,19 @@ export class ListWatch<T extends k8s.KubernetesObject> {
     let result: ListResult<T>;
     try {
       result = await this.#o.list();
-      const max = this.#o.maxItems ?? 10_000;
-      if (result.items.length > max) throw new Error(`${result.items.length} objects listed, over the limit ${max}`);
     } catch (e) {
+      this.#recovery?.reportFailure(statusOf(e));
       this.#retryLater(e, 'list');
       return;
     }
+    this.#recovery?.reportSuccess();
+    const max = this.#o.maxItems ?? 10_000;
+    if (result.items.length > max) {
+      this.#retryLater(new Error(`${result.items.length} objects listed, over the limit ${max}`), 'list');
+      return;
+    }
     if (this.#stopped) return;
+    this.#retry.succeeded();
     this.#failures = 0;
     this.#synced = true;
     this.#lists++;
@@ -130,10 +148,7 @@ export class ListWatch<T extends k8s.KubernetesObject> {
       { what: this.#o.what, step, status: statusOf(e), error: String(e), retryInMs: delay },
       'list/watch failed; re-listing later',
     );
-    this.#timer = this.#clock.setTimeout(() => {
-      this.#timer = undefined;
-      void this.#relist();
-    }, delay);
+    this.#retry.arm(delay, () => void this.#relist());
   }
 
   async #startWatch(): Promise<void> {
@@ -154,28 +169,23 @@ export class ListWatch<T extends k8s.KubernetesObject> {
       if (rv !== undefined) this.#rv = rv;
       if (type === 'BOOKMARK' || obj === undefined) return;
       if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-      events++;
+      if (events++ === 0) this.#recovery?.reportSuccess();
       this.#o.onEvent(type, obj);
     };
     const done = (err: unknown): void => {
       if (this.#stopped) return;
       this.#controller = undefined;
       if (err !== null && err !== undefined) {
+        this.#recovery?.reportFailure(statusOf(err));
         this.#retryLater(err, 'watch');
       } else if (relist) {
-        this.#timer = this.#clock.setTimeout(() => {
-          this.#timer = undefined;
-          void this.#relist();
-        }, 0);
+        this.#retry.arm(0, () => void this.#relist(), false);
       } else {
         // A clean close (server timeout, API server restart): resume from the last resourceVersion. A close
         // without any event counts as a failure so a server that closes at once is not hammered.
         if (events === 0) this.#failures++;
         const delay = events === 0 ? backoffDelay(this.#failures, this.#o.backoff, this.#o.random) : 0;
-        this.#timer = this.#clock.setTimeout(() => {
-          this.#timer = undefined;
-          void this.#startWatch();
-        }, delay);
+        this.#retry.arm(delay, () => void this.#startWatch(), events === 0);
       }
     };
     try {
@@ -183,6 +193,7 @@ export class ListWatch<T extends k8s.KubernetesObject> {
       if (this.#stopped) c.abort();
       else this.#controller = c;
     } catch (e) {
+      this.#recovery?.reportFailure(statusOf(e));
       this.#retryLater(e, 'watch');
     }
   }

@@ -73,6 +73,14 @@ export interface DevicePluginManagerOptions {
   readonly ownUid?: number;
 }
 
+/** {@link DevicePluginManager.start} ended by its abort signal (the agent is stopping); not a wait timeout. */
+export class KubeletStartAbortedError extends Error {
+  override readonly name = 'KubeletStartAbortedError';
+  constructor(readonly waitedFor: string) {
+    super(`stopped while waiting for ${waitedFor}`);
+  }
+}
+
 /** Emitted after each successful Register. */
 export interface RegisteredEvent {
   readonly deviceType: string;
@@ -193,14 +201,15 @@ export class DevicePluginManager extends EventEmitter {
   /**
    * Waits for the kubelet directory, starts every server and registers it. Resolves after the first successful
    * registration of every server; rejects with {@link KubeletWaitTimeoutError} when the directory or kubelet does
-   * not appear within `waitTimeoutMs`.
+   * not appear within `waitTimeoutMs`. When `signal` is aborted (SIGTERM, issue [K] item 8) both waits end at once
+   * and the promise rejects with {@link KubeletStartAbortedError}; {@link stop} then closes what was started.
    */
-  async start(): Promise<void> {
+  async start(signal?: AbortSignal): Promise<void> {
     if (this.#started) throw new Error('already started');
     this.#started = true;
     const timeoutMs = this.#opts.waitTimeoutMs ?? 300_000;
     const deadline = this.#now() + timeoutMs;
-    await this.#waitForDirectory(deadline, timeoutMs);
+    await this.#waitForDirectory(deadline, timeoutMs, signal);
     checkKubeletPathOwner(this.#opts.kubeletDir, this.#ownUid());
     for (const s of this.servers) {
       await s.listen();
@@ -213,7 +222,7 @@ export class DevicePluginManager extends EventEmitter {
       (this.#opts.listWatchPeriodSec ?? 5) * 1000,
     ).unref();
     this.#reasons.push('start');
-    await this.#waitFirstRegistration(deadline, timeoutMs);
+    await this.#waitFirstRegistration(deadline, timeoutMs, signal);
   }
 
   /** Stops the servers (streams ended, sockets removed) and every timer and watcher. */
@@ -239,32 +248,43 @@ export class DevicePluginManager extends EventEmitter {
     this.#kick(reason);
   }
 
-  async #waitForDirectory(deadline: number, timeoutMs: number): Promise<void> {
+  async #waitForDirectory(deadline: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
     const dir = this.#opts.kubeletDir;
+    const what = `kubelet directory ${dir}`;
     while (!isDirectory(dir)) {
+      if (signal?.aborted) throw new KubeletStartAbortedError(what);
       if (this.#stopped) throw new Error('stopped while waiting for the kubelet directory');
-      if (this.#now() >= deadline) throw new KubeletWaitTimeoutError(`kubelet directory ${dir}`, timeoutMs);
-      this.#reportWaiting(`kubelet directory ${dir}`);
-      await new Promise((r) => setTimeout(r, this.#opts.dirPollMs ?? 1000));
+      if (this.#now() >= deadline) throw new KubeletWaitTimeoutError(what, timeoutMs);
+      this.#reportWaiting(what);
+      await pause(this.#opts.dirPollMs ?? 1000, signal);
     }
+    if (signal?.aborted) throw new KubeletStartAbortedError(what);
     this.#waitingLogged = false;
   }
 
-  #waitFirstRegistration(deadline: number, timeoutMs: number): Promise<void> {
+  #waitFirstRegistration(deadline: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const what = `registration with kubelet at ${this.kubeletSocket}`;
     return new Promise<void>((resolve, reject) => {
+      const finish = (err?: Error): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#passDone = undefined;
+        if (err) reject(err);
+        else resolve();
+      };
+      const onAbort = (): void => finish(new KubeletStartAbortedError(what));
       const timer = setTimeout(
-        () => {
-          this.#passDone = undefined;
-          reject(new KubeletWaitTimeoutError(`registration with kubelet at ${this.kubeletSocket}`, timeoutMs));
-        },
+        () => finish(new KubeletWaitTimeoutError(what, timeoutMs)),
         Math.max(0, deadline - this.#now()),
       );
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.#passDone = () => {
         if (this.#needsRegister.size > 0 && !this.#stopped) return;
-        clearTimeout(timer);
-        this.#passDone = undefined;
-        if (this.#stopped) reject(new Error('stopped before the first registration'));
-        else resolve();
+        finish(this.#stopped ? new Error('stopped before the first registration') : undefined);
       };
       this.#kick('start');
     });
@@ -453,6 +473,23 @@ export class DevicePluginManager extends EventEmitter {
       );
     });
   }
+}
+
+/** `ms` milliseconds, or less when `signal` is aborted meanwhile. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 function isDirectory(p: string): boolean {

@@ -30,9 +30,11 @@ describe('agent module graph', () => {
         '--import',
         `data:text/javascript,${encodeURIComponent(REGISTER)}`,
         path.join(PROJECT_ROOT, 'dist/cli/agent.js'),
-        '--version',
+        // up to runAgent (loaded on demand after the signal handlers), which stops at DCMI: exit 3
+        '-logFile=',
+        '-dcmiLibrary=/nonexistent/libdcmi.so',
       ],
-      { env: { PATH: process.env.PATH, MODULE_LOG: log }, encoding: 'utf8' },
+      { env: { PATH: process.env.PATH, MODULE_LOG: log, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
     );
     expect(r.stdout).toContain('ascend-npu-agent');
     const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);

@@ -1,5 +1,11 @@
 import { describe, expect, test } from '@jest/globals';
-import { ObjectWriteQueue, backoffDelay, type ObjectWriter, type QueueClock } from '../../src/kube/write-queue.js';
+import {
+  ApiRecovery,
+  ObjectWriteQueue,
+  backoffDelay,
+  type ObjectWriter,
+  type QueueClock,
+} from '../../src/kube/write-queue.js';
 
 /** A manual clock: timers fire only in advance(). */
 class FakeClock implements QueueClock {
@@ -290,5 +296,109 @@ describe('write queue backoff', () => {
     const random = () => ((x = (x * 9301 + 49297) % 233280), x / 233280);
     const delays = new Set(Array.from({ length: 20 }, () => backoffDelay(4, {}, random)));
     expect(delays.size).toBeGreaterThan(10);
+  });
+});
+
+/** A recovery signal whose probe answers like `api` (ready unless down); counts the probes. */
+function recoveryOver(clock: FakeClock, ready: () => boolean, probeIntervalMs = 1000) {
+  const probes: number[] = [];
+  const recovery = new ApiRecovery({
+    clock,
+    random: () => 0.5,
+    probeIntervalMs,
+    probe: () => (probes.push(clock.now()), Promise.resolve(ready())),
+  });
+  return { recovery, probes };
+}
+
+describe('issue [K] item 8: the shared "API reachable again" signal (ApiRecovery)', () => {
+  test('after a 20 s outage the write happens at the first probe after the API returns, not after the backoff', async () => {
+    const clock = new FakeClock();
+    const api = new FakeApi();
+    const { recovery } = recoveryOver(clock, () => !api.down);
+    const { q, written } = setup(api, { clock, backoff: { recovery } });
+    api.down = true;
+    q.submit('final');
+    await clock.advance(20_000); // attempts at 0, 0.5, 1.5, 3.5, 7.5, 15.5 s; the next one is due at 31.5 s
+    api.down = false;
+    await clock.advance(1000);
+    expect([written, q.stats.nextRetryAtMs]).toEqual([['final'], undefined]);
+  });
+
+  test('without the signal the same write waits for its backoff (the old behaviour, for comparison)', async () => {
+    const { api, clock, q, written } = setup();
+    api.down = true;
+    q.submit('final');
+    await clock.advance(20_000);
+    api.down = false;
+    await clock.advance(1000);
+    expect(written).toEqual([]);
+  });
+
+  test('while a retrier waits after an outage failure, one probe runs per interval', async () => {
+    const clock = new FakeClock();
+    const api = new FakeApi();
+    const { recovery, probes } = recoveryOver(clock, () => !api.down);
+    const { q } = setup(api, { clock, backoff: { recovery } });
+    api.down = true;
+    q.submit('s');
+    await clock.advance(10_000);
+    expect(probes).toEqual([1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10_000]);
+  });
+
+  test('no probe runs while nothing waits, and none after a 4xx (429 is an answer, not an outage)', async () => {
+    const clock = new FakeClock();
+    const { recovery, probes } = recoveryOver(clock, () => true);
+    const writer: ObjectWriter<string> = {
+      update: () => Promise.reject(new HttpError(429)),
+      create: () => Promise.resolve(),
+    };
+    const { q } = setup(new FakeApi(), { clock, writer, backoff: { recovery } });
+    await clock.advance(5000);
+    q.submit('s');
+    await clock.advance(10_000);
+    expect([probes, recovery.reachable]).toEqual([[], true]);
+  });
+
+  test('one success of any request wakes every waiting retrier at once', async () => {
+    const clock = new FakeClock();
+    const recovery = new ApiRecovery({ clock });
+    const api = new FakeApi();
+    const a = setup(api, { clock, backoff: { recovery } });
+    const b = setup(api, { clock, backoff: { recovery } });
+    api.down = true;
+    a.q.submit('a');
+    b.q.submit('b');
+    await clock.advance(20_000);
+    api.down = false;
+    const before = recovery.waiting;
+    recovery.reportSuccess(); // e.g. an Event posted by another part of the agent
+    await clock.advance(0);
+    expect([before, a.written, b.written, recovery.waiting]).toEqual([2, ['a'], ['b'], 0]);
+  });
+
+  test('a probe that says ready while writes still fail cannot cause a retry storm (doubling guard)', async () => {
+    const clock = new FakeClock();
+    const api = new FakeApi();
+    const { recovery } = recoveryOver(clock, () => true); // /readyz answers 200, the writes answer 503
+    const { q } = setup(api, { clock, backoff: { recovery } });
+    api.down = true;
+    q.submit('s');
+    await clock.advance(60_000);
+    // plain backoff: 7 attempts in 60 s; a wake every probe would be ≈ 60; the guard (1, 2, 4, 8 … s) keeps it near the backoff
+    expect(api.calls.length).toBeLessThanOrEqual(10);
+  });
+
+  test('close stops the probes', async () => {
+    const clock = new FakeClock();
+    const api = new FakeApi();
+    const { recovery, probes } = recoveryOver(clock, () => false);
+    const { q } = setup(api, { clock, backoff: { recovery } });
+    api.down = true;
+    q.submit('s');
+    await clock.advance(2500);
+    recovery.close();
+    await clock.advance(10_000);
+    expect(probes).toEqual([1000, 2000]);
   });
 });
