@@ -280,6 +280,11 @@ describe.each(agentOverlays.map((o) => [o, AGENT_OVERLAYS[o]!] as const))(
       expect(pod.hostPID).toBe(true);
     });
 
+    test('privileged, as root, read-only root file system (the host folders are the only writable ones)', () => {
+      const { c } = agentOf(o);
+      expect(c.securityContext).toEqual({ privileged: true, runAsUser: 0, readOnlyRootFilesystem: true });
+    });
+
     test("the probes' ports are -metricsAddress's and the start-up probe outlasts the start-up waits", () => {
       const { c, config } = agentOf(o);
       const port = parseListenAddress(config.flags.metricsAddress)!.port;
