@@ -1,6 +1,6 @@
 /**
  * The shipped RBAC is sufficient and least-privilege (issue [I] item 5, issue [K] item 9): the API stand-in enforces
- * the Roles, ClusterRoles and bindings of `deploy/` (kube-api-rbac.ts: a request outside them gets kube-apiserver's
+ * the Roles, ClusterRoles and bindings that `deploy/rendered/` installs (kube-api-rbac.ts: a request outside them gets kube-apiserver's
  * 403), the agent (dist/cli/agent.js) and the fault center (dist/cli/fault-center.js) run as child processes with
  * their service-account tokens through their normal flows, and then: no request was denied, and every grant
  * (binding × rule × verb × resource × name) was needed by some request (see `AuthorizationDecision.grant`).
@@ -25,10 +25,8 @@ import {
 import { CONFIGMAPS, CORE_EVENTS, LEASES, PODS, VOLCANO_PODGROUPS } from '../../src/sim/kube-api.js';
 import { operatorRelease } from '../../src/sim/simulate.js';
 import { AgentSandbox, FREQUENCY_CODE, NODE_NAME, RESOURCE, SEPARATE_CODE, listed } from '../helpers/agent-process.js';
+import { RBAC_RENDERED } from '../deploy/deploy-files.js';
 
-const DEPLOY = ['deploy/agent/rbac.yaml', 'deploy/agent/rbac-reset.yaml', 'deploy/fault-center/rbac.yaml'].map((f) =>
-  path.join(PROJECT_ROOT, f),
-);
 const AGENT_TOKEN = 'agent-sa-token';
 const CENTER_TOKEN = 'fault-center-sa-token';
 /** The token of the stand-in's own kubeconfig (`api.kubeConfig()`): the test acts as cluster administrator. */
@@ -51,7 +49,8 @@ const FAULT_CENTER_JS = path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js'
 const ALLOWED_UNUSED: Readonly<Record<string, string>> = {};
 
 const gate = new RbacGate({
-  policy: loadRbacFiles(DEPLOY),
+  // what `kubectl apply -k deploy/overlays/910` and `deploy/overlays/fault-center` create (test/deploy/manifests.test.ts)
+  policy: loadRbacFiles(RBAC_RENDERED.map((f) => path.join(PROJECT_ROOT, f))),
   users: { [ADMIN_TOKEN]: ADMIN_USER, [AGENT_TOKEN]: AGENT, [CENTER_TOKEN]: CENTER },
 });
 let sb: AgentSandbox;

@@ -18,6 +18,7 @@ import { MANUAL_INFO_CONFIGMAP } from '../../src/cluster/manual-cache.js';
 import { STATISTICS_NAME } from '../../src/cluster/public-fault/statistics.js';
 import { CLUSTER_INFO_PREFIX } from '../../src/cluster/cluster-info.js';
 import { loadRbacFiles } from '../../src/sim/kube-api-rbac.js';
+import { POLICY_SOURCES, RBAC_SOURCES } from '../deploy/deploy-files.js';
 
 type Obj = Record<string, unknown>;
 const docsOf = (rel: string): Obj[] =>
@@ -25,8 +26,8 @@ const docsOf = (rel: string): Obj[] =>
     .loadAll(fs.readFileSync(path.join(PROJECT_ROOT, rel), 'utf8'))
     .filter((d): d is Obj => typeof d === 'object' && d !== null);
 
-const POLICY_FILES = ['deploy/agent/admission-policy.yaml', 'deploy/fault-center/admission-policy.yaml'];
-const RBAC_FILES = ['deploy/agent/rbac.yaml', 'deploy/agent/rbac-reset.yaml', 'deploy/fault-center/rbac.yaml'];
+const POLICY_FILES = POLICY_SOURCES;
+const RBAC_FILES = RBAC_SOURCES;
 
 /** client-node model class of a kind (apiVersion/kind → `V1<Kind>`, RBAC subjects are `RbacV1Subject`). */
 type Model = { getAttributeTypeMap(): { baseName: string; type: string }[] };
