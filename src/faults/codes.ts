@@ -91,6 +91,34 @@ export class FormatTable {
     return new FormatTable(next);
   }
 
+  /**
+   * The table for a new configuration, pruned to what it names (a deliberate deviation from E.3, where upstream
+   * never clears a registration: there a config loaded once and reverted kept every spelling for the life of the
+   * process). A value that `spellings` names or that `keep` holds (codes chips carry, codes upgrade reasons
+   * reference) keeps the spelling registered for it, if any (E.3: the first registration is never replaced);
+   * `spellings` then register in order; every other registration is dropped. So the table never holds more than
+   * the current configuration plus the codes in use, and a revert gives the memory back.
+   */
+  reconfigure(spellings: Iterable<string>, keep: ReadonlySet<FaultCode>): FormatTable {
+    const fresh: [FaultCode, string][] = [];
+    const named = new Set<FaultCode>();
+    for (const s of spellings) {
+      const p = parseHexCode(s);
+      if (!p.ok || named.has(p.value)) continue;
+      named.add(p.value);
+      fresh.push([p.value, s.toLowerCase()]);
+    }
+    const next = new Map<FaultCode, string>();
+    for (const [code, text] of this.byCode) if (named.has(code) || keep.has(code)) next.set(code, text);
+    for (const [code, text] of fresh) if (!next.has(code)) next.set(code, text);
+    return new FormatTable(next);
+  }
+
+  /** Number of registered values. */
+  get size(): number {
+    return this.byCode.size;
+  }
+
   /** Lower-case canonical text (the key form of upstream caches and of `fault_code` in upgrade reasons). */
   lower(code: FaultCode): string {
     return this.byCode.get(code) ?? goHex(code);

@@ -158,6 +158,9 @@ export function importEngineState(
       chip.view = null;
       if (s.manual) engine.manual.set(chip.logicId, s.manual);
     }
+    // Spellings the state brought for codes the current policy no longer names, and no chip or reason uses, go.
+    engine.pruneFormats();
+    engine.noteDurableChange();
     return { ok: true, problems };
   } catch (e) {
     if (e instanceof Invalid) return { ok: false, error: e.message };
