@@ -1,0 +1,318 @@
+/**
+ * Issue 12 items 5 and 8: when the engine state is saved (an escalation change at once, a storm folded into one
+ * follow-up save per interval, other changes within the debounce), what a save over the limit does, what a start
+ * with a file over the limit does, and that the largest legal configuration gives a state that can be saved and
+ * loaded again.
+ */
+import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  FaultEngine,
+  MAX_CONFIG_BYTES,
+  exportEngineState,
+  importEngineState,
+  parsePolicy,
+} from '../../src/faults/index.js';
+import {
+  EngineStatePersistence,
+  MAX_STATE_BYTES,
+  SAVE_DEBOUNCE_MS,
+  SAVE_MIN_INTERVAL_MS,
+  SaveScheduler,
+} from '../../src/kube/engine-state-persistence.js';
+import type { Logger } from '../../src/kubelet/logger.js';
+import { Harness, shippedPolicy } from '../faults/helpers.js';
+import { FakeClock, settle } from '../health/fake-clock.js';
+import { EventList, NODE } from './harness.js';
+
+const SEP = 0x80e18402; // SeparateNPU, no FaultFrequency rule
+const FREQ = 0x80b78000; // shipped FaultFrequency: 2 in 24 h -> ManuallySeparateNPU
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-persist-'));
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** Polls (real time) until `cond` holds; the writes themselves are real file I/O. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** A scheduler whose saves finish when the test says so. */
+function gatedScheduler(clock: FakeClock): { s: SaveScheduler; finish: () => Promise<void> } {
+  const open: (() => void)[] = [];
+  const s = new SaveScheduler({ clock, run: () => new Promise<void>((r) => open.push(r)) });
+  return {
+    s,
+    finish: async () => {
+      open.shift()?.();
+      await settle();
+    },
+  };
+}
+
+function captureLog(): { log: Logger; errors: string[] } {
+  const errors: string[] = [];
+  const fn = (a: object | string, b?: string): void => void errors.push(typeof a === 'string' ? a : (b ?? ''));
+  const noop = (): void => undefined;
+  return { log: { debug: noop, info: noop, warn: noop, error: fn }, errors };
+}
+
+/** Chip 2 separated by FaultFrequency, chip 3 one occurrence short of it, chip 1 with a plain fault. */
+function busy(): Harness {
+  const h = new Harness(shippedPolicy());
+  h.occur(0, 1, SEP);
+  h.occur(1000, 2, FREQ);
+  h.recover(2000, 2, FREQ);
+  h.occur(3000, 2, FREQ);
+  h.occur(4000, 3, FREQ);
+  return h;
+}
+
+describe('issue 12 item 8: save scheduling (injected clock)', () => {
+  test('a save asked for at once starts at once', () => {
+    const clock = new FakeClock();
+    const { s } = gatedScheduler(clock);
+    s.request(0);
+    expect(s.started).toBe(1);
+  });
+
+  test('requests made while a save is in flight are folded into one follow-up save', async () => {
+    const clock = new FakeClock();
+    const { s, finish } = gatedScheduler(clock);
+    s.request(0);
+    for (let i = 0; i < 50; i++) s.request(0);
+    await finish();
+    await clock.advance(SAVE_MIN_INTERVAL_MS);
+    await finish();
+    await clock.advance(10 * SAVE_DEBOUNCE_MS);
+    expect([s.started, s.pending]).toEqual([2, false]);
+  });
+
+  test('a storm of changes starts at most one save per minimum interval', async () => {
+    const clock = new FakeClock();
+    const s = new SaveScheduler({ clock, run: () => Promise.resolve() });
+    for (let ms = 0; ms < 1000; ms++) {
+      s.request(0);
+      await clock.advance(1);
+    }
+    expect(s.started).toBeLessThanOrEqual(1000 / SAVE_MIN_INTERVAL_MS + 1);
+  });
+
+  test('a storm of changes still saves the latest: one save follows the last request', async () => {
+    const clock = new FakeClock();
+    const s = new SaveScheduler({ clock, run: () => Promise.resolve() });
+    for (let ms = 0; ms < 100; ms++) {
+      s.request(0);
+      await clock.advance(1);
+    }
+    const before = s.started;
+    s.request(0);
+    await clock.advance(SAVE_MIN_INTERVAL_MS);
+    expect([s.started, s.pending]).toEqual([before + 1, false]);
+  });
+
+  test('a debounced request waits the debounce and a later one does not postpone it', async () => {
+    const clock = new FakeClock();
+    const s = new SaveScheduler({ clock, run: () => Promise.resolve() });
+    s.request(SAVE_DEBOUNCE_MS);
+    await clock.advance(SAVE_DEBOUNCE_MS / 2);
+    s.request(SAVE_DEBOUNCE_MS);
+    const halfway = s.started;
+    await clock.advance(SAVE_DEBOUNCE_MS / 2);
+    expect([halfway, s.started]).toEqual([0, 1]);
+  });
+
+  test('an at-once request overtakes a debounced one, which is then not saved again', async () => {
+    const clock = new FakeClock();
+    const s = new SaveScheduler({ clock, run: () => Promise.resolve() });
+    s.request(SAVE_DEBOUNCE_MS);
+    s.request(0);
+    await clock.advance(2 * SAVE_DEBOUNCE_MS);
+    expect(s.started).toBe(1);
+  });
+
+  test('flush runs a pending save at once', async () => {
+    const clock = new FakeClock();
+    const s = new SaveScheduler({ clock, run: () => Promise.resolve() });
+    s.request(SAVE_DEBOUNCE_MS);
+    await s.flush();
+    expect([s.started, s.pending]).toEqual([1, false]);
+  });
+});
+
+describe('issue 12 item 8: what is saved at once', () => {
+  test('a FaultFrequency occurrence is saved at once, with its count', async () => {
+    const clock = new FakeClock();
+    const h = new Harness(shippedPolicy());
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
+    p.noteChange(h.engine, () => undefined);
+    await until(() => p.saves === 1, 'the first save');
+    await clock.advance(SAVE_MIN_INTERVAL_MS);
+    h.occur(0, 3, FREQ);
+    p.noteChange(h.engine, () => undefined);
+    await until(() => p.saves === 2, 'the save of the occurrence');
+    const saved = p.load()?.engine.chips.find((c) => c.logicId === 3)?.frequency;
+    expect(saved?.map((f) => f.times?.length)).toEqual([1]);
+  });
+
+  test('a fault without an escalation rule waits the debounce', async () => {
+    const clock = new FakeClock();
+    const h = new Harness(shippedPolicy());
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
+    p.noteChange(h.engine, () => undefined);
+    await until(() => p.saves === 1, 'the first save');
+    await clock.advance(SAVE_MIN_INTERVAL_MS);
+    h.occur(0, 1, SEP);
+    p.noteChange(h.engine, () => undefined);
+    await settle();
+    const early = p.saves;
+    await clock.advance(SAVE_DEBOUNCE_MS);
+    await until(() => p.saves === 2, 'the debounced save');
+    expect(early).toBe(1);
+  });
+
+  test('a change of the confirmed ManuallySeparateNPU value is saved at once', async () => {
+    const clock = new FakeClock();
+    const h = new Harness(shippedPolicy());
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
+    p.noteChange(h.engine, () => '');
+    await until(() => p.saves === 1, 'the first save');
+    await clock.advance(SAVE_MIN_INTERVAL_MS);
+    p.noteChange(h.engine, () => 'Ascend910-2');
+    await until(() => p.saves === 2, 'the save of the confirmed value');
+    expect(p.load()?.confirmedManual).toBe('Ascend910-2');
+  });
+
+  test('after a failed save, saves wait the debounce (no write loop against a broken disk)', async () => {
+    const clock = new FakeClock();
+    const notADir = path.join(dir, 'file');
+    fs.writeFileSync(notADir, '');
+    const { log } = captureLog();
+    const h = new Harness(shippedPolicy());
+    const p = new EngineStatePersistence({ dir: notADir, nodeName: NODE, clock, logger: log });
+    p.noteChange(h.engine, () => undefined);
+    await until(() => p.stats.failures === 1, 'the failed save');
+    await clock.advance(SAVE_MIN_INTERVAL_MS);
+    h.occur(0, 3, FREQ);
+    p.noteChange(h.engine, () => undefined);
+    await settle();
+    const early = p.stats.failures;
+    await clock.advance(SAVE_DEBOUNCE_MS);
+    await until(() => p.stats.failures === 2, 'the debounced retry');
+    expect(early).toBe(1);
+  });
+});
+
+describe('issue 12 item 5: state limit', () => {
+  test('a state over the limit is saved reduced, and every escalation survives the reload', async () => {
+    const h = busy();
+    const events = new EventList();
+    const { log, errors } = captureLog();
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 8000, events, logger: log });
+    const full = JSON.stringify(p.capture(h.engine, 'Ascend910-2')).length;
+    await p.save(p.capture(h.engine, 'Ascend910-2'));
+    const loaded = p.load();
+    const fresh = new Harness(shippedPolicy());
+    const r = importEngineState(fresh.engine, loaded?.engine);
+    fresh.occur(10_000, 3, FREQ);
+    expect([
+      full > 8000,
+      fs.statSync(p.file).size <= 8000,
+      p.stats.reduced,
+      r.ok,
+      fresh.engine.manuallySeparated(),
+      events.reasons(),
+      errors.length,
+    ]).toEqual([true, true, 1, true, [2, 3], ['EngineStateReduced'], 1]);
+  });
+
+  test('a state that does not fit even reduced is not written, and the previous file stays', async () => {
+    const h = busy();
+    const good = new EngineStatePersistence({ dir, nodeName: NODE });
+    await good.save(good.capture(h.engine, undefined));
+    const before = fs.readFileSync(good.file, 'utf8');
+    const { log } = captureLog();
+    const tight = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 200, logger: log });
+    h.occur(10_000, 3, FREQ);
+    await tight.save(tight.capture(h.engine, undefined));
+    expect([tight.stats.oversize, fs.readFileSync(good.file, 'utf8') === before]).toEqual([1, true]);
+  });
+
+  test('a state file over the limit at start is moved aside, logged and reported as an Event', () => {
+    fs.writeFileSync(path.join(dir, 'engine-state.json'), 'x'.repeat(2000));
+    const events = new EventList();
+    const { log, errors } = captureLog();
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 1000, now: () => 42, events, logger: log });
+    expect([p.load(), fs.readdirSync(dir), events.reasons(), errors.length, p.stats.rejected]).toEqual([
+      undefined,
+      ['engine-state.json.corrupt-42'],
+      ['EngineStateDiscarded'],
+      1,
+      1,
+    ]);
+  });
+
+  test('the Event of a discarded state file has bounded text', () => {
+    const events = new EventList();
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, events });
+    p.reject('y'.repeat(100_000));
+    expect(events.events[0]!.message.length).toBeLessThan(1000);
+  });
+
+  test('the largest legal configuration gives a state that is saved and loaded whole', async () => {
+    // Both files at the configuration limit, naming as many distinct codes as fit (shortest spellings first):
+    // the code spellings are the part of the state that grows with the configuration.
+    let n = 0;
+    const fill = (budget: number): string[] => {
+      const out: string[] = [];
+      for (let len = 0; ; n++) {
+        const s = n.toString(16);
+        if (len + s.length + 3 > budget) return out;
+        out.push(s);
+        len += s.length + 3;
+      }
+    };
+    const fc = JSON.stringify({ NotHandleFaultCodes: fill(MAX_CONFIG_BYTES - 30) });
+    const ids = fill(MAX_CONFIG_BYTES - 120);
+    const cu = JSON.stringify({
+      FaultFrequency: [{ EventId: ids, TimeWindow: 86400, Times: 2, FaultHandling: 'ManuallySeparateNPU' }],
+    });
+    const parsed = parsePolicy(fc, cu);
+    const engine = new FaultEngine(parsed.policy!, {
+      chips: Array.from({ length: 16 }, (_, i) => ({ logicId: i, phyId: i })),
+    });
+    // Every chip carries 64 faults with a frequency rule, one occurrence each (half-way to the threshold).
+    const T = 1_767_225_600_000;
+    const events = Array.from({ length: 16 * 64 }, (_, i) => ({
+      logicId: i % 16,
+      code: Number.parseInt(ids[i]!, 16),
+      assertion: 'occur' as const,
+      severity: 2,
+      timeMs: T,
+    }));
+    engine.cycle({ now: T, events });
+    const p = new EngineStatePersistence({ dir, nodeName: NODE });
+    await p.save(p.capture(engine, undefined));
+    const size = fs.statSync(p.file).size;
+    const loaded = p.load();
+    const again = new FaultEngine(parsed.policy!, {
+      chips: Array.from({ length: 16 }, (_, i) => ({ logicId: i, phyId: i })),
+    });
+    const r = importEngineState(again, loaded?.engine);
+    expect([
+      size > MAX_CONFIG_BYTES,
+      size <= MAX_STATE_BYTES,
+      p.stats.reduced,
+      r.ok,
+      exportEngineState(again).formats.length,
+    ]).toEqual([true, true, 0, true, exportEngineState(engine).formats.length]);
+  });
+});
