@@ -1,15 +1,21 @@
 /**
  * The engine's durable state in `-stateDir` (beyond upstream, which forgets frequency histories and duration timers
- * on restart): one JSON file written atomically (temporary file with mode 0600, fsync, rename), read with a size
- * limit; a file that cannot be used is moved aside, logged and reported as an Event, and the agent starts as
- * upstream does (G.3).
+ * on restart): one JSON file, read with a size limit; a file that cannot be used is moved aside, logged and
+ * reported as an Event, and the agent starts as upstream does (G.3).
+ *
+ * A save has two phases. First, in the caller's turn of the event loop, the state is serialised, written to a
+ * temporary file (mode 0600) and renamed over the file, all with synchronous calls: from then on it survives a
+ * crash of the agent (kill -9, OOM kill; the data is in the kernel's page cache), and since the outputs of an
+ * engine cycle (kubelet stream, ConfigMap, Events) leave the process only after that turn, nobody sees a change
+ * that is not yet on disk. Then, asynchronously, the file and the folder are fsynced: from then on it also
+ * survives a power loss.
  *
  * When it is saved (docs/fault-engine.md "Limits and durability"): a change of escalation state (the engine's
- * {@link FaultEngine.durableRevision}, or the confirmed `ManuallySeparateNPU` value) is saved at once; changes that
- * arrive while a save is in flight are folded into one follow-up save, started as soon as that one is done (and
- * no sooner than {@link SAVE_MIN_INTERVAL_MS} after it started). So a count is on disk about one save (one fsync)
- * after the change, and a storm writes at most 1000 / {@link SAVE_MIN_INTERVAL_MS} files a second. Other changes
- * (fault lists, which are re-read from DCMI at start) are saved at most {@link SAVE_DEBOUNCE_MS} later.
+ * {@link FaultEngine.durableRevision}, or the confirmed `ManuallySeparateNPU` value) at once, but no sooner than
+ * {@link SAVE_MIN_INTERVAL_MS} after the previous save: changes within that interval are folded into one save at
+ * its end. So a storm writes at most 1000 / {@link SAVE_MIN_INTERVAL_MS} files a second and each change is on disk
+ * within that interval; fsync passes run one at a time, each covering every write before it. Other changes (fault
+ * lists, which are re-read from DCMI at start) are saved at most {@link SAVE_DEBOUNCE_MS} later.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -33,8 +39,8 @@ export const ENGINE_STATE_FORMAT = 'ascend-npu-agent/engine-state';
 export const MAX_STATE_BYTES = 8 * MAX_CONFIG_BYTES;
 /** Longest a change that does not touch escalation state waits before it is saved. */
 export const SAVE_DEBOUNCE_MS = 1000;
-/** Shortest time between the starts of two saves (bounds the write rate in a storm of escalation changes). */
-export const SAVE_MIN_INTERVAL_MS = 25;
+/** Shortest time between two saves (bounds the write rate in a storm of escalation changes). */
+export const SAVE_MIN_INTERVAL_MS = 10;
 
 /** What the file holds. */
 export interface PersistedState {
@@ -66,9 +72,11 @@ export interface EngineStatePersistenceOptions {
 
 /** Counters of {@link EngineStatePersistence}. */
 export interface PersistenceStats {
-  /** Files written. */
+  /** Files written (each survives a crash of the agent). */
   readonly saves: number;
-  /** Saves that failed (I/O). */
+  /** fsync passes done (everything written before one survives a power loss). */
+  readonly syncs: number;
+  /** Writes or fsync passes that failed (I/O). */
   readonly failures: number;
   /** Saves written reduced because the full state was over the limit. */
   readonly reduced: number;
@@ -200,32 +208,38 @@ interface Captured {
 export class EngineStatePersistence {
   readonly #o: EngineStatePersistenceOptions;
   readonly #file: string;
+  readonly #tmp: string;
   readonly #log: Logger;
   readonly #max: number;
   readonly #now: () => number;
   readonly #debounceMs: number;
   readonly #scheduler: SaveScheduler;
-  #chain: Promise<unknown> = Promise.resolve();
   #producer: (() => PersistedState) | undefined;
   #dirReady = false;
   #lastCapture: Captured | undefined;
-  /** What the save in flight or the last successful one holds; undefined before the first. */
-  #covered: Captured | undefined;
+  /** What the file holds (written, maybe not yet fsynced); undefined before the first save. */
   #saved: Captured | undefined;
+  /** The fsync pass in flight, and whether a write came after it began. */
+  #syncing: Promise<boolean> | undefined;
+  #unsynced = false;
   #failing = false;
   #reducedEpisode = false;
-  #stats = { saves: 0, failures: 0, reduced: 0, oversize: 0, rejected: 0 };
+  #stats = { saves: 0, syncs: 0, failures: 0, reduced: 0, oversize: 0, rejected: 0 };
 
   constructor(options: EngineStatePersistenceOptions) {
     this.#o = options;
     this.#file = path.join(options.dir, ENGINE_STATE_FILE);
+    this.#tmp = `${this.#file}.tmp-${process.pid}`;
     this.#log = options.logger ?? NOOP_LOGGER;
     this.#max = options.maxBytes ?? MAX_STATE_BYTES;
     const clock = options.clock ?? SYSTEM_CLOCK;
     this.#now = options.now ?? (() => clock.now());
     this.#debounceMs = options.debounceMs ?? SAVE_DEBOUNCE_MS;
     this.#scheduler = new SaveScheduler({
-      run: () => this.#scheduledSave(),
+      run: () => {
+        this.#scheduledSave();
+        return Promise.resolve();
+      },
       clock,
       ...(options.minIntervalMs !== undefined ? { minIntervalMs: options.minIntervalMs } : {}),
     });
@@ -236,7 +250,7 @@ export class EngineStatePersistence {
     return this.#file;
   }
 
-  /** Successful saves since construction. */
+  /** Files written since construction. */
   get saves(): number {
     return this.#stats.saves;
   }
@@ -259,14 +273,14 @@ export class EngineStatePersistence {
   }
 
   /**
-   * Something in the engine or the publisher may have changed: saves the state at once (or right after the save
-   * in flight) when escalation state or the confirmed separation value differs from what is on disk or being
-   * written, else within {@link SAVE_DEBOUNCE_MS}. After a failed save, every save waits the debounce (no write
-   * loop against a full disk).
+   * Something in the engine or the publisher may have changed: saves the state at once (no sooner than
+   * {@link SAVE_MIN_INTERVAL_MS} after the previous save) when escalation state or the confirmed separation value
+   * differs from what the file holds, else within {@link SAVE_DEBOUNCE_MS}. After a failed save, every save waits
+   * the debounce (no write loop against a full disk).
    */
   noteChange(engine: FaultEngine, confirmedManual: () => string | undefined): void {
     this.#producer = () => this.capture(engine, confirmedManual());
-    const c = this.#covered;
+    const c = this.#saved;
     const durable =
       c === undefined || c.revision !== engine.durableRevision || c.confirmed !== (confirmedManual() ?? null);
     this.#scheduler.request(durable && !this.#failing ? 0 : this.#debounceMs);
@@ -335,44 +349,42 @@ export class EngineStatePersistence {
     return undefined;
   }
 
-  /** Writes `state` atomically; saves run one after another. Never rejects (failures are logged). */
-  save(state: PersistedState): Promise<void> {
-    const p = this.#chain.then(() => this.#write(state));
-    this.#chain = p;
-    return p.then(() => undefined);
+  /**
+   * Writes `state` now (the synchronous phase, done when this returns) and resolves once it is fsynced; true when
+   * both worked. Never rejects (failures are logged).
+   */
+  save(state: PersistedState): Promise<boolean> {
+    return this.#write(state) ? this.#syncSoon() : Promise.resolve(false);
   }
 
   /**
-   * Saves `produce()` within `delayMs` (default {@link SAVE_DEBOUNCE_MS}; 0: at once, or right after the save in
-   * flight); later calls replace the producer and never postpone a save already asked for.
+   * Saves `produce()` within `delayMs` (default {@link SAVE_DEBOUNCE_MS}; 0: at once, no sooner than
+   * {@link SAVE_MIN_INTERVAL_MS} after the previous save); later calls replace the producer and never postpone a
+   * save already asked for.
    */
   scheduleSave(produce: () => PersistedState, delayMs = this.#debounceMs): void {
     this.#producer = produce;
     this.#scheduler.request(delayMs);
   }
 
-  /** Saves a pending state now and waits for the saves in flight (shutdown). */
+  /** Saves a pending state now and waits until everything written is fsynced (shutdown). */
   async flush(): Promise<void> {
     await this.#scheduler.flush();
-    await this.#chain;
+    while (this.#syncing) await this.#syncing;
   }
 
-  async #scheduledSave(): Promise<void> {
+  #scheduledSave(): void {
     const produce = this.#producer;
     if (produce === undefined) return;
     this.#lastCapture = undefined;
     const state = produce();
     const captured = this.#lastCapture as Captured | undefined;
-    if (captured) this.#covered = captured;
-    const write = this.#chain.then(() => this.#write(state));
-    this.#chain = write;
-    const ok = await write;
-    if (ok) {
+    if (this.#write(state)) {
       this.#failing = false;
       if (captured) this.#saved = captured;
+      void this.#syncSoon();
     } else {
       this.#failing = true;
-      this.#covered = this.#saved;
     }
   }
 
@@ -415,30 +427,75 @@ export class EngineStatePersistence {
     });
   }
 
-  async #write(state: PersistedState): Promise<boolean> {
+  /**
+   * The synchronous phase: the temporary file (mode 0600) written and renamed over the file. From here on the
+   * state survives a crash of the agent (kill -9, OOM kill): the data is in the kernel's page cache.
+   */
+  #write(state: PersistedState): boolean {
     const text = this.#serialise(state);
     if (text === undefined) return false;
-    const tmp = `${this.#file}.tmp-${process.pid}`;
     try {
       if (!this.#dirReady) {
-        await fs.promises.mkdir(this.#o.dir, { recursive: true, mode: 0o700 });
+        fs.mkdirSync(this.#o.dir, { recursive: true, mode: 0o700 });
         this.#dirReady = true;
       }
-      const fh = await fs.promises.open(tmp, 'w', 0o600);
+      const fd = fs.openSync(this.#tmp, 'w', 0o600);
       try {
-        await fh.writeFile(text);
-        await fh.sync();
+        fs.fchmodSync(fd, 0o600); // a file left by someone else keeps its mode through 'w'
+        fs.writeFileSync(fd, text);
       } finally {
-        await fh.close();
+        fs.closeSync(fd);
       }
-      await fs.promises.rename(tmp, this.#file);
+      fs.renameSync(this.#tmp, this.#file);
       this.#stats.saves++;
       return true;
     } catch (e) {
       this.#dirReady = false;
       this.#stats.failures++;
       this.#log.error({ file: this.#file, error: String(e) }, 'cannot save the engine state');
-      await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
+      try {
+        fs.rmSync(this.#tmp, { force: true });
+      } catch {
+        // the next save truncates it
+      }
+      return false;
+    }
+  }
+
+  /**
+   * The asynchronous phase: fsync of the file and of the folder, so that the state also survives a power loss.
+   * One pass at a time; a write during a pass gets one more pass. Resolves true when the pass covering the
+   * latest write worked.
+   */
+  #syncSoon(): Promise<boolean> {
+    this.#unsynced = true;
+    this.#syncing ??= (async (): Promise<boolean> => {
+      let ok = true;
+      while (this.#unsynced) {
+        this.#unsynced = false;
+        ok = await this.#fsync();
+      }
+      this.#syncing = undefined;
+      return ok;
+    })();
+    return this.#syncing;
+  }
+
+  async #fsync(): Promise<boolean> {
+    try {
+      for (const p of [this.#file, this.#o.dir]) {
+        const fh = await fs.promises.open(p, 'r');
+        try {
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+      }
+      this.#stats.syncs++;
+      return true;
+    } catch (e) {
+      this.#stats.failures++;
+      this.#log.error({ file: this.#file, error: String(e) }, 'cannot fsync the engine state');
       return false;
     }
   }

@@ -1,0 +1,66 @@
+/**
+ * Issue 12 item 8 (part): escalation state is durable as soon as a fault has been processed. The agent runs as a
+ * child process; a FaultFrequency fault goes in through the mock's control socket; the agent is killed with
+ * SIGKILL the moment the kubelet simulator shows the fault (no grace, no SIGTERM flush) and started again on the
+ * same `-stateDir`. The count must have survived: the second occurrence escalates to ManuallySeparateNPU as if
+ * there had been no restart (spec F.3, G.1; docs/fault-engine.md "Limits and durability").
+ */
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { KEY_MANUALLY_SEPARATE } from '../../src/kube/device-info.js';
+import { AgentSandbox, deviceList, FREQUENCY_CODE, listed, RESOURCE, UNHEALTHY_KEY } from '../helpers/agent-process.js';
+
+let sb: AgentSandbox | undefined;
+
+afterEach(async () => {
+  await sb?.close();
+  sb = undefined;
+});
+
+/** Resolves once the kubelet simulator's list shows `id` with `health`. */
+function kubeletShows(s: AgentSandbox, id: string, health: string): Promise<unknown> {
+  return s.kubelet.waitForDevices(
+    RESOURCE,
+    (d) => d.some((x) => x.ID === id && x.health === health),
+    `${id} ${health}`,
+  );
+}
+
+describe('issue 12 item 8: kill -9 right after a fault', () => {
+  test('F.3 a FaultFrequency count survives SIGKILL right after the first occurrence: the second one separates', async () => {
+    sb = await AgentSandbox.create();
+    const s = sb;
+    await s.start();
+    await s.until(() => deviceList(s), 'the first ConfigMap write'); // the start-up is over
+    await s.mock({ op: 'fault', logicId: 3, eventId: FREQUENCY_CODE, assertion: 'occur' });
+    await kubeletShows(s, 'Ascend910-3', 'Unhealthy');
+    await s.agent!.kill(); // SIGKILL: nothing is flushed on the way out
+    await s.start();
+    await s.mock({ op: 'fault', logicId: 3, eventId: FREQUENCY_CODE, assertion: 'occur' });
+    const value = await s.until(() => {
+      const v = s.deviceInfo()?.data?.[KEY_MANUALLY_SEPARATE];
+      return listed(v, 'Ascend910-3') ? v : undefined;
+    }, 'ManuallySeparateNPU after the second occurrence');
+    expect(value).toBe('Ascend910-3');
+  });
+
+  test('G.1 a separation made right before SIGKILL survives it, before the ConfigMap was written', async () => {
+    sb = await AgentSandbox.create();
+    const s = sb;
+    await s.start();
+    await s.until(() => deviceList(s), 'the first ConfigMap write');
+    await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion: 'occur' });
+    await kubeletShows(s, 'Ascend910-5', 'Unhealthy');
+    await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion: 'recover' });
+    await kubeletShows(s, 'Ascend910-5', 'Healthy');
+    await s.until(() => !listed(deviceList(s)?.[UNHEALTHY_KEY], 'Ascend910-5'), 'the recovery in the ConfigMap');
+    await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion: 'occur' });
+    await kubeletShows(s, 'Ascend910-5', 'Unhealthy');
+    await s.agent!.kill();
+    await s.start();
+    const value = await s.until(() => {
+      const v = s.deviceInfo()?.data?.[KEY_MANUALLY_SEPARATE];
+      return listed(v, 'Ascend910-5') ? v : undefined;
+    }, 'ManuallySeparateNPU after the restart');
+    expect(value).toBe('Ascend910-5');
+  });
+});
