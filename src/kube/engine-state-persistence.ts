@@ -198,6 +198,9 @@ export class SaveScheduler {
   }
 }
 
+/** The file as read: its text, why it cannot be used, or that there is none. */
+type FileText = { text: string } | { bad: string } | { missing: true };
+
 /** What the last capture held, so that a successful save can record what is on disk. */
 interface Captured {
   readonly revision: number;
@@ -215,6 +218,10 @@ export class EngineStatePersistence {
   readonly #debounceMs: number;
   readonly #scheduler: SaveScheduler;
   #producer: (() => PersistedState) | undefined;
+  /** Whether the file has been read or written by this process. */
+  #touched = false;
+  /** The file's text as it was before this process first wrote it, until load() takes it. */
+  #beforeFirstWrite: FileText | undefined;
   #dirReady = false;
   #lastCapture: Captured | undefined;
   /** What the file holds (written, maybe not yet fsynced); undefined before the first save. */
@@ -287,37 +294,54 @@ export class EngineStatePersistence {
   }
 
   /**
-   * Reads the file. Never throws: missing → undefined; unreadable, too large, not JSON, wrong shape or another
-   * node's → logged, moved aside as `<file>.corrupt-<ms>`, reported (Event), undefined. The engine import
-   * validates the rest.
+   * The state the previous run left. Never throws: missing → undefined; unreadable, too large, not JSON, wrong
+   * shape or another node's → logged, moved aside as `<file>.corrupt-<ms>`, reported (Event), undefined. The
+   * engine import validates the rest. The file is read at the first call, or just before this process first
+   * writes it, whichever comes first: a restore that has to wait for the API server (the publisher's late start-up)
+   * still gets the previous run's state although the agent has saved meanwhile. Later calls read the file again.
    */
   load(): PersistedState | undefined {
-    let text: string;
+    const before = this.#beforeFirstWrite;
+    this.#beforeFirstWrite = undefined;
+    this.#touched = true;
+    return this.#parse(before ?? this.#readText());
+  }
+
+  #readText(): FileText {
     try {
       const st = fs.statSync(this.#file);
-      if (!st.isFile()) return this.#reject(`${this.#file} is not a regular file`);
-      if (st.size > this.#max) return this.#reject(`${this.#file} is ${st.size} bytes, over the limit ${this.#max}`);
-      text = fs.readFileSync(this.#file, 'utf8');
+      if (!st.isFile()) return { bad: `${this.#file} is not a regular file` };
+      if (st.size > this.#max) return { bad: `${this.#file} is ${st.size} bytes, over the limit ${this.#max}` };
+      return { text: fs.readFileSync(this.#file, 'utf8') };
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      return this.#reject(`cannot read ${this.#file}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { missing: true };
+      return { bad: `cannot read ${this.#file}: ${(e as Error).message}` };
     }
+  }
+
+  #parse(read: FileText): PersistedState | undefined {
+    const c = this.#check(read);
+    return 'state' in c ? c.state : 'bad' in c ? this.#reject(c.bad) : undefined;
+  }
+
+  /** Judges what was read; no side effects. */
+  #check(read: FileText): { state: PersistedState } | { bad: string } | { missing: true } {
+    if (!('text' in read)) return read;
     let doc: unknown;
     try {
-      doc = JSON.parse(text);
+      doc = JSON.parse(read.text);
     } catch (e) {
-      return this.#reject(`${this.#file} is not JSON: ${(e as Error).message}`);
+      return { bad: `${this.#file} is not JSON: ${(e as Error).message}` };
     }
     const d = doc as Partial<PersistedState> | null;
     if (d === null || typeof d !== 'object' || d.format !== ENGINE_STATE_FORMAT)
-      return this.#reject(`${this.#file} is not an engine state file`);
-    if (d.nodeName !== this.#o.nodeName)
-      return this.#reject(`${this.#file} belongs to node ${JSON.stringify(d.nodeName)}`);
+      return { bad: `${this.#file} is not an engine state file` };
+    if (d.nodeName !== this.#o.nodeName) return { bad: `${this.#file} belongs to node ${JSON.stringify(d.nodeName)}` };
     if (typeof d.savedAtMs !== 'number' || typeof d.engine !== 'object' || d.engine === null)
-      return this.#reject(`${this.#file} lacks savedAtMs or engine`);
+      return { bad: `${this.#file} lacks savedAtMs or engine` };
     if (d.confirmedManual !== null && typeof d.confirmedManual !== 'string')
-      return this.#reject(`${this.#file}: confirmedManual is not a string`);
-    return d as PersistedState;
+      return { bad: `${this.#file}: confirmedManual is not a string` };
+    return { state: d as PersistedState };
   }
 
   /** Moves an unusable file aside so the next start does not trip over it again. */
@@ -432,6 +456,15 @@ export class EngineStatePersistence {
    * state survives a crash of the agent (kill -9, OOM kill): the data is in the kernel's page cache.
    */
   #write(state: PersistedState): boolean {
+    if (!this.#touched) {
+      // The previous run's state, for a load() still to come: kept as text (parsed again then); a file that
+      // cannot be used is moved aside (logged, Event) now, before this write replaces it.
+      this.#touched = true;
+      const read = this.#readText();
+      const c = this.#check(read);
+      if ('bad' in c) this.#reject(c.bad);
+      this.#beforeFirstWrite = 'state' in c ? read : { missing: true };
+    }
     const text = this.#serialise(state);
     if (text === undefined) return false;
     try {

@@ -36,6 +36,10 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+/** What the file holds now, as a new agent would read it. */
+const onDisk = (): ReturnType<EngineStatePersistence['load']> =>
+  new EngineStatePersistence({ dir, nodeName: NODE }).load();
+
 /** Polls (real time) until `cond` holds; the writes themselves are real file I/O. */
 async function until(cond: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -158,7 +162,7 @@ describe('issue 12 item 8: what is saved at once', () => {
     h.occur(0, 3, FREQ);
     p.noteChange(h.engine, () => undefined);
     // No await: the file is written (and renamed) in the caller's turn, before any output of the cycle leaves.
-    const saved = p.load()?.engine.chips.find((c) => c.logicId === 3)?.frequency;
+    const saved = onDisk()?.engine.chips.find((c) => c.logicId === 3)?.frequency;
     expect(saved?.map((f) => f.times?.length)).toEqual([1]);
   });
 
@@ -182,7 +186,7 @@ describe('issue 12 item 8: what is saved at once', () => {
     }
     const folded = p.saves;
     await clock.advance(SAVE_MIN_INTERVAL_MS);
-    const counted = p.load()?.engine.chips.filter((c) => c.frequency.length > 0).length;
+    const counted = onDisk()?.engine.chips.filter((c) => c.frequency.length > 0).length;
     expect([folded, p.saves, counted]).toEqual([1, 2, 5]);
   });
 
@@ -211,7 +215,7 @@ describe('issue 12 item 8: what is saved at once', () => {
     await clock.advance(SAVE_MIN_INTERVAL_MS);
     p.noteChange(h.engine, () => 'Ascend910-2');
     await until(() => p.saves === 2, 'the save of the confirmed value');
-    expect(p.load()?.confirmedManual).toBe('Ascend910-2');
+    expect(onDisk()?.confirmedManual).toBe('Ascend910-2');
   });
 
   test('after a failed save, saves wait the debounce (no write loop against a broken disk)', async () => {
@@ -234,6 +238,30 @@ describe('issue 12 item 8: what is saved at once', () => {
   });
 });
 
+describe("the previous run's state", () => {
+  test('G.3 load() after this process has saved still returns the state the previous run left', async () => {
+    const first = busy();
+    const before = new EngineStatePersistence({ dir, nodeName: NODE });
+    await before.save(before.capture(first.engine, 'Ascend910-2'));
+    const p = new EngineStatePersistence({ dir, nodeName: NODE });
+    await p.save(p.capture(new Harness(shippedPolicy()).engine, '')); // a fresh engine saves before the restore
+    expect([p.load()?.confirmedManual, onDisk()?.confirmedManual]).toEqual(['Ascend910-2', '']);
+  });
+
+  test('an unusable previous file is moved aside and reported before the first save replaces it', async () => {
+    fs.writeFileSync(path.join(dir, 'engine-state.json'), '{"format": "ascend-npu-agent/engine-st');
+    const events = new EventList();
+    const { log } = captureLog();
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, now: () => 42, events, logger: log });
+    await p.save(p.capture(new Harness(shippedPolicy()).engine, ''));
+    expect([p.load(), fs.readdirSync(dir).sort(), events.reasons()]).toEqual([
+      undefined,
+      ['engine-state.json', 'engine-state.json.corrupt-42'],
+      ['EngineStateDiscarded'],
+    ]);
+  });
+});
+
 describe('issue 12 item 5: state limit', () => {
   test('a state over the limit is saved reduced, and every escalation survives the reload', async () => {
     const h = busy();
@@ -242,7 +270,7 @@ describe('issue 12 item 5: state limit', () => {
     const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 8000, events, logger: log });
     const full = JSON.stringify(p.capture(h.engine, 'Ascend910-2')).length;
     await p.save(p.capture(h.engine, 'Ascend910-2'));
-    const loaded = p.load();
+    const loaded = onDisk();
     const fresh = new Harness(shippedPolicy());
     const r = importEngineState(fresh.engine, loaded?.engine);
     fresh.occur(10_000, 3, FREQ);
@@ -259,14 +287,24 @@ describe('issue 12 item 5: state limit', () => {
 
   test('a state that does not fit even reduced is not written, and the previous file stays', async () => {
     const h = busy();
-    const good = new EngineStatePersistence({ dir, nodeName: NODE });
+    const limit = 30_000;
+    const good = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit });
     await good.save(good.capture(h.engine, undefined));
     const before = fs.readFileSync(good.file, 'utf8');
+    // Every shipped FaultFrequency code on every chip: escalation state alone is over the limit now.
+    const codes = [...shippedPolicy().customization.frequency.keys()];
+    h.cycle(
+      10_000,
+      codes.flatMap((code) => Array.from({ length: 8 }, (_, logicId) => ({ logicId, code }))),
+    );
     const { log } = captureLog();
-    const tight = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 200, logger: log });
-    h.occur(10_000, 3, FREQ);
-    await tight.save(tight.capture(h.engine, undefined));
-    expect([tight.stats.oversize, fs.readFileSync(good.file, 'utf8') === before]).toEqual([1, true]);
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit, logger: log });
+    await p.save(p.capture(h.engine, undefined));
+    expect([before.length < limit, p.stats.oversize, fs.readFileSync(good.file, 'utf8') === before]).toEqual([
+      true,
+      1,
+      true,
+    ]);
   });
 
   test('a state file over the limit at start is moved aside, logged and reported as an Event', () => {
@@ -325,7 +363,7 @@ describe('issue 12 item 5: state limit', () => {
     const p = new EngineStatePersistence({ dir, nodeName: NODE });
     await p.save(p.capture(engine, undefined));
     const size = fs.statSync(p.file).size;
-    const loaded = p.load();
+    const loaded = onDisk();
     const again = new FaultEngine(parsed.policy!, {
       chips: Array.from({ length: 16 }, (_, i) => ({ logicId: i, phyId: i })),
     });
