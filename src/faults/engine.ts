@@ -201,7 +201,10 @@ export class FaultEngine {
     this.order = [...options.chips].sort((a, b) => a.logicId - b.logicId).map(newChip);
     this.chips = new Map(this.order.map((c) => [c.logicId, c]));
     if (this.chips.size !== this.order.length) throw new RangeError('duplicate logic id in chips');
-    this.formats = FormatTable.empty().extend(policy.codes.spellings).extend(policy.customization.spellings);
+    this.formats = FormatTable.empty().reconfigure(
+      concat(policy.codes.spellings, policy.customization.spellings),
+      new Set(),
+    );
     // Spec G.3 step 4: fixed at the first configuration load.
     this.autofillReleaseSec = autofillReleaseSeconds(policy.customization);
   }

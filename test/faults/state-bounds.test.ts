@@ -47,8 +47,8 @@ function busy(): Harness {
 }
 
 const exported = (e: FaultEngine): string => JSON.stringify(exportEngineState(e));
-/** Code spellings the engine holds (E.3 format table), as exported. */
-const spellings = (e: FaultEngine): number => exportEngineState(e).formats.length;
+/** Code spellings the engine holds (its E.3 format table). */
+const spellings = (e: FaultEngine): number => e.formats.entries().length;
 
 describe('issue 12 item 5: engine state bounded by the current configuration', () => {
   test('a huge legal table loaded once and reverted leaves the engine and the exported state at their baseline size', () => {
@@ -65,6 +65,14 @@ describe('issue 12 item 5: engine state bounded by the current configuration', (
       baseline.formats,
       baseline.bytes,
     ]);
+  });
+
+  test('the exported state does not grow with the configuration: the configuration gives its spellings again', () => {
+    const h = busy();
+    const baseline = exported(h.engine).length;
+    h.engine.setPolicy(hugePolicy());
+    h.cycle(5000);
+    expect(exported(h.engine).length).toBe(baseline);
   });
 
   test('the revert keeps the escalation state: the separation and the half-reached count', () => {
@@ -93,10 +101,37 @@ describe('issue 12 item 5: engine state bounded by the current configuration', (
     expect([spellings(h.engine), h.engine.formatCode(SEP)]).toEqual([1, '80E18402']);
   });
 
-  test('E.3 a value the new configuration names again keeps its first spelling', () => {
+  test('E.3 while a chip carries a code, a new configuration that spells it differently does not change its text', () => {
+    const h = new Harness(policyOf({ SeparateNPUCodes: ['080E18402'] }));
+    h.occur(0, 1, SEP);
+    h.engine.setPolicy(policyOf({ SeparateNPUCodes: ['80e18402'] }));
+    h.cycle(1000);
+    expect([h.engine.formatCode(SEP), h.view(1).faultCodes]).toEqual(['080E18402', ['080E18402']]);
+  });
+
+  test('a code nothing uses takes the spelling of the configuration in use (deviation from E.3)', () => {
     const h = new Harness(policyOf({ SeparateNPUCodes: ['080E18402'] }));
     h.engine.setPolicy(policyOf({ SeparateNPUCodes: ['80e18402'] }));
+    expect(h.engine.formatCode(SEP)).toBe('80E18402');
+  });
+
+  test('E.3 within one configuration the first spelling of a value wins (faultCode.json before FaultFrequency)', () => {
+    const custom = {
+      FaultFrequency: [{ EventId: ['80E18402'], TimeWindow: 86400, Times: 2, FaultHandling: 'ManuallySeparateNPU' }],
+    };
+    const h = new Harness(policyOf({ SeparateNPUCodes: ['080E18402'] }, custom));
     expect(h.engine.formatCode(SEP)).toBe('080E18402');
+  });
+
+  test('a spelling kept for a code in use survives export and import under the new configuration', () => {
+    const h = new Harness(policyOf({ SeparateNPUCodes: ['080E18402'] }));
+    h.occur(0, 1, SEP);
+    const next = policyOf({ SeparateNPUCodes: ['80e18402'] });
+    h.engine.setPolicy(next);
+    const fresh = new Harness(next);
+    importEngineState(fresh.engine, JSON.parse(JSON.stringify(exportEngineState(h.engine))));
+    fresh.cycle(1000);
+    expect(fresh.view(1).faultCodes).toEqual(['080E18402']);
   });
 
   test('a reason keeps the spelling of its code while it exists', () => {
