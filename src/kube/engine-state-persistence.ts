@@ -11,11 +11,11 @@
  * survives a power loss.
  *
  * When it is saved (docs/fault-engine.md "Limits and durability"): a change of escalation state (the engine's
- * {@link FaultEngine.durableRevision}, or the confirmed `ManuallySeparateNPU` value) at once, but no sooner than
- * {@link SAVE_MIN_INTERVAL_MS} after the previous save: changes within that interval are folded into one save at
- * its end. So a storm writes at most 1000 / {@link SAVE_MIN_INTERVAL_MS} files a second and each change is on disk
- * within that interval; fsync passes run one at a time, each covering every write before it. Other changes (fault
- * lists, which are re-read from DCMI at start) are saved at most {@link SAVE_DEBOUNCE_MS} later.
+ * {@link FaultEngine.durableRevision}, or the confirmed `ManuallySeparateNPU` value) at once; beyond
+ * {@link SAVE_BURST} saves in quick succession, at most one per {@link SAVE_MIN_INTERVAL_MS}, the changes in between
+ * folded into it. So a storm writes at most 1000 / {@link SAVE_MIN_INTERVAL_MS} files a second and each change is on
+ * disk within that interval; fsync passes run one at a time, each covering every write before it. Other changes
+ * (fault lists, which are re-read from DCMI at start) are saved at most {@link SAVE_DEBOUNCE_MS} later.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,18 +29,20 @@ export const ENGINE_STATE_FILE = 'engine-state.json';
 /** Format marker of the file. */
 export const ENGINE_STATE_FORMAT = 'ascend-npu-agent/engine-state';
 /**
- * Largest state file written and read, derived from the configuration limit so that whatever the engine holds
- * under a legal configuration can be saved and loaded again: the code spellings, the only part that grows with
- * the configuration, take at most 2.25 bytes of state per byte of configuration (`"f",` becomes `[15,"f"],`), so
- * at most 4.5 × {@link MAX_CONFIG_BYTES} for both files; the remaining 3.5 × is for what events put there (a
- * 16-chip node after 24 h of storms exports ≈ 50 KB). A state that still does not fit is reduced when saved,
- * never written too large (see {@link EngineStatePersistence}).
+ * Largest state file written and read: 8 × the configuration limit. The state holds nothing the configuration
+ * gives again (code spellings are exported only where they differ from it), so its size does not depend on the
+ * configuration: it comes from events, mostly frequency histories, ≈ 85 bytes per (chip, code) pair that occurred.
+ * A 16-chip node exports ≈ 3 KB at rest and ≈ 50 KB after 24 h of storms; the limit holds ≈ 98,000 such pairs,
+ * about as many as a configuration at its limit can name rules for. A state over it is reduced when saved,
+ * never written too large (see {@link EngineStatePersistence}), so whatever was saved can be loaded.
  */
 export const MAX_STATE_BYTES = 8 * MAX_CONFIG_BYTES;
 /** Longest a change that does not touch escalation state waits before it is saved. */
 export const SAVE_DEBOUNCE_MS = 1000;
-/** Shortest time between two saves (bounds the write rate in a storm of escalation changes). */
+/** Sustained save rate in a storm of escalation changes: one save per this many ms. */
 export const SAVE_MIN_INTERVAL_MS = 10;
+/** Saves allowed back to back before {@link SAVE_MIN_INTERVAL_MS} applies (a few changes in quick succession). */
+export const SAVE_BURST = 4;
 
 /** What the file holds. */
 export interface PersistedState {
@@ -88,20 +90,22 @@ export interface PersistenceStats {
 
 /** Options of {@link SaveScheduler}. */
 export interface SaveSchedulerOptions {
-  /** One save of the latest state; its rejection is ignored. */
-  readonly run: () => Promise<void>;
+  /** One save of the latest state: synchronous, or a promise (then no other save starts before it settles). */
+  readonly run: () => Promise<void> | void;
   readonly clock?: Clock;
-  /** Shortest time between the starts of two saves (default {@link SAVE_MIN_INTERVAL_MS}). */
+  /** Sustained rate: one save per this many ms (default {@link SAVE_MIN_INTERVAL_MS}). */
   readonly minIntervalMs?: number;
+  /** Saves allowed back to back (default {@link SAVE_BURST}). */
+  readonly burst?: number;
 }
 
 /**
  * When saves run: one at a time; each request names how long it may wait (0 = at once); requests made while a
- * save is in flight are folded into one follow-up save; two saves start at least `minIntervalMs` apart. A request
- * never postpones an earlier one (a throttle, not a trailing debounce).
+ * save is in flight are folded into one follow-up save; a token bucket lets `burst` saves run back to back and
+ * then one per `minIntervalMs`. A request never postpones an earlier one (a throttle, not a trailing debounce).
  */
 export class SaveScheduler {
-  readonly #run: () => Promise<void>;
+  readonly #run: () => Promise<void> | void;
   readonly #clock: Clock;
   readonly #minInterval: number;
   /** Time by which the pending save should start; undefined when none is pending. */
@@ -109,13 +113,26 @@ export class SaveScheduler {
   #timer: TimerHandle | undefined;
   #timerAt = Infinity;
   #current: Promise<void> | undefined;
-  #lastStart = -Infinity;
+  readonly #burst: number;
+  #tokens: number;
+  #tokensAt = -Infinity;
   #started = 0;
 
   constructor(o: SaveSchedulerOptions) {
     this.#run = o.run;
     this.#clock = o.clock ?? SYSTEM_CLOCK;
     this.#minInterval = o.minIntervalMs ?? SAVE_MIN_INTERVAL_MS;
+    this.#burst = Math.max(1, o.burst ?? SAVE_BURST);
+    this.#tokens = this.#burst;
+  }
+
+  /** Tokens now (refilled one per interval, at most `burst`). */
+  #refill(now: number): number {
+    if (this.#tokensAt !== -Infinity && this.#minInterval > 0)
+      this.#tokens = Math.min(this.#burst, this.#tokens + (now - this.#tokensAt) / this.#minInterval);
+    else if (this.#minInterval <= 0) this.#tokens = this.#burst;
+    this.#tokensAt = now;
+    return this.#tokens;
   }
 
   /** Saves started so far. */
@@ -145,7 +162,7 @@ export class SaveScheduler {
     if (this.#current) await this.#current;
     if (this.#due !== undefined) {
       this.#start();
-      await this.#current;
+      if (this.#current) await this.#current;
     }
   }
 
@@ -158,7 +175,8 @@ export class SaveScheduler {
   #arm(): void {
     if (this.#due === undefined || this.#current !== undefined) return; // the save in flight re-arms when done
     const now = this.#clock.now();
-    const at = Math.max(this.#due, this.#lastStart + this.#minInterval);
+    const tokens = this.#refill(now);
+    const at = Math.max(this.#due, tokens >= 1 ? now : now + Math.ceil((1 - tokens) * this.#minInterval));
     if (at <= now) {
       this.#start();
       return;
@@ -176,19 +194,25 @@ export class SaveScheduler {
   #start(): void {
     this.#clearTimer();
     this.#due = undefined;
-    this.#lastStart = this.#clock.now();
+    this.#refill(this.#clock.now());
+    this.#tokens = Math.max(0, this.#tokens - 1); // flush() may start without a token
     this.#started++;
-    const run = (async (): Promise<void> => {
-      try {
-        await this.#run();
-      } catch {
-        // the runner logs its own failures
-      }
-    })();
-    this.#current = run.then(() => {
-      this.#current = undefined;
-      this.#arm();
-    });
+    let r: Promise<void> | void;
+    try {
+      r = this.#run();
+    } catch {
+      r = undefined; // the runner logs its own failures
+    }
+    if (r === undefined) return; // a synchronous save: nothing in flight
+    this.#current = r
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        this.#current = undefined;
+        this.#arm();
+      });
   }
 
   #clearTimer(): void {
@@ -243,10 +267,7 @@ export class EngineStatePersistence {
     this.#now = options.now ?? (() => clock.now());
     this.#debounceMs = options.debounceMs ?? SAVE_DEBOUNCE_MS;
     this.#scheduler = new SaveScheduler({
-      run: () => {
-        this.#scheduledSave();
-        return Promise.resolve();
-      },
+      run: () => this.#scheduledSave(),
       clock,
       ...(options.minIntervalMs !== undefined ? { minIntervalMs: options.minIntervalMs } : {}),
     });
@@ -280,8 +301,8 @@ export class EngineStatePersistence {
   }
 
   /**
-   * Something in the engine or the publisher may have changed: saves the state at once (no sooner than
-   * {@link SAVE_MIN_INTERVAL_MS} after the previous save) when escalation state or the confirmed separation value
+   * Something in the engine or the publisher may have changed: saves the state at once (within the rate of
+   * {@link SaveScheduler}) when escalation state or the confirmed separation value
    * differs from what the file holds, else within {@link SAVE_DEBOUNCE_MS}. After a failed save, every save waits
    * the debounce (no write loop against a full disk).
    */
@@ -382,8 +403,8 @@ export class EngineStatePersistence {
   }
 
   /**
-   * Saves `produce()` within `delayMs` (default {@link SAVE_DEBOUNCE_MS}; 0: at once, no sooner than
-   * {@link SAVE_MIN_INTERVAL_MS} after the previous save); later calls replace the producer and never postpone a
+   * Saves `produce()` within `delayMs` (default {@link SAVE_DEBOUNCE_MS}; 0: at once, within the rate of
+   * {@link SaveScheduler}); later calls replace the producer and never postpone a
    * save already asked for.
    */
   scheduleSave(produce: () => PersistedState, delayMs = this.#debounceMs): void {

@@ -8,19 +8,15 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  FaultEngine,
-  MAX_CONFIG_BYTES,
-  exportEngineState,
-  importEngineState,
-  parsePolicy,
-} from '../../src/faults/index.js';
+import { FaultEngine, MAX_CONFIG_BYTES, importEngineState, parsePolicy } from '../../src/faults/index.js';
 import {
   EngineStatePersistence,
   MAX_STATE_BYTES,
+  SAVE_BURST,
   SAVE_DEBOUNCE_MS,
   SAVE_MIN_INTERVAL_MS,
   SaveScheduler,
+  reduceState,
 } from '../../src/kube/engine-state-persistence.js';
 import type { Logger } from '../../src/kubelet/logger.js';
 import { Harness, shippedPolicy } from '../faults/helpers.js';
@@ -100,14 +96,21 @@ describe('issue 12 item 8: save scheduling (injected clock)', () => {
     expect([s.started, s.pending]).toEqual([2, false]);
   });
 
-  test('a storm of changes starts at most one save per minimum interval', async () => {
+  test('a storm of changes starts at most one save per minimum interval after a short burst', async () => {
     const clock = new FakeClock();
     const s = new SaveScheduler({ clock, run: () => Promise.resolve() });
     for (let ms = 0; ms < 1000; ms++) {
       s.request(0);
       await clock.advance(1);
     }
-    expect(s.started).toBeLessThanOrEqual(1000 / SAVE_MIN_INTERVAL_MS + 1);
+    expect(s.started).toBeLessThanOrEqual(1000 / SAVE_MIN_INTERVAL_MS + SAVE_BURST);
+  });
+
+  test('a few changes in quick succession are each saved at once', () => {
+    const clock = new FakeClock();
+    const s = new SaveScheduler({ clock, run: () => undefined });
+    for (let i = 0; i < SAVE_BURST; i++) s.request(0);
+    expect(s.started).toBe(SAVE_BURST);
   });
 
   test('a storm of changes still saves the latest: one save follows the last request', async () => {
@@ -175,19 +178,18 @@ describe('issue 12 item 8: what is saved at once', () => {
     expect([p.stats.saves, p.stats.syncs >= 1, fs.readdirSync(dir)]).toEqual([1, true, ['engine-state.json']]);
   });
 
-  test('changes within the minimum interval are folded into one save at its end', async () => {
+  test('beyond the burst, changes are folded into one save per interval', async () => {
     const clock = new FakeClock();
     const h = new Harness(shippedPolicy());
     const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
-    p.noteChange(h.engine, () => undefined);
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 8; i++) {
       h.occur(i, i, FREQ);
       p.noteChange(h.engine, () => undefined);
     }
-    const folded = p.saves;
+    const atOnce = p.saves;
     await clock.advance(SAVE_MIN_INTERVAL_MS);
     const counted = onDisk()?.engine.chips.filter((c) => c.frequency.length > 0).length;
-    expect([folded, p.saves, counted]).toEqual([1, 2, 5]);
+    expect([atOnce, p.saves, counted]).toEqual([SAVE_BURST, SAVE_BURST + 1, 8]);
   });
 
   test('a fault without an escalation rule waits the debounce', async () => {
@@ -265,18 +267,25 @@ describe("the previous run's state", () => {
 describe('issue 12 item 5: state limit', () => {
   test('a state over the limit is saved reduced, and every escalation survives the reload', async () => {
     const h = busy();
+    // 300 faults without a rule on every chip: fault lists, fault times and severities, re-learnt from DCMI.
+    h.cycle(
+      5000,
+      Array.from({ length: 8 * 300 }, (_, i) => ({ logicId: i % 8, code: 0x12340000 + Math.floor(i / 8) })),
+    );
+    const state = new EngineStatePersistence({ dir, nodeName: NODE }).capture(h.engine, 'Ascend910-2');
+    const full = JSON.stringify(state).length;
+    const limit = JSON.stringify(reduceState(state, 2)).length + 500;
     const events = new EventList();
     const { log, errors } = captureLog();
-    const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: 8000, events, logger: log });
-    const full = JSON.stringify(p.capture(h.engine, 'Ascend910-2')).length;
+    const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit, events, logger: log });
     await p.save(p.capture(h.engine, 'Ascend910-2'));
     const loaded = onDisk();
     const fresh = new Harness(shippedPolicy());
     const r = importEngineState(fresh.engine, loaded?.engine);
     fresh.occur(10_000, 3, FREQ);
     expect([
-      full > 8000,
-      fs.statSync(p.file).size <= 8000,
+      full > limit,
+      fs.statSync(p.file).size <= limit,
       p.stats.reduced,
       r.ok,
       fresh.engine.manuallySeparated(),
@@ -287,7 +296,8 @@ describe('issue 12 item 5: state limit', () => {
 
   test('a state that does not fit even reduced is not written, and the previous file stays', async () => {
     const h = busy();
-    const limit = 30_000;
+    const first = new EngineStatePersistence({ dir, nodeName: NODE });
+    const limit = JSON.stringify(first.capture(h.engine, undefined)).length + 2000;
     const good = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit });
     await good.save(good.capture(h.engine, undefined));
     const before = fs.readFileSync(good.file, 'utf8');
@@ -368,12 +378,11 @@ describe('issue 12 item 5: state limit', () => {
       chips: Array.from({ length: 16 }, (_, i) => ({ logicId: i, phyId: i })),
     });
     const r = importEngineState(again, loaded?.engine);
-    expect([
-      size > MAX_CONFIG_BYTES,
-      size <= MAX_STATE_BYTES,
-      p.stats.reduced,
-      r.ok,
-      exportEngineState(again).formats.length,
-    ]).toEqual([true, true, 0, true, exportEngineState(engine).formats.length]);
+    expect([size <= MAX_STATE_BYTES, p.stats.reduced, r.ok, again.formats.entries().length]).toEqual([
+      true,
+      0,
+      true,
+      engine.formats.entries().length,
+    ]);
   });
 });
