@@ -5,10 +5,10 @@
  *
  * A save has two phases. First, in the caller's turn of the event loop, the state is serialised, written to a
  * temporary file (mode 0600) and renamed over the file, all with synchronous calls: from then on it survives a
- * crash of the agent (kill -9, OOM kill; the data is in the kernel's page cache), and since the outputs of an
- * engine cycle (kubelet stream, ConfigMap, Events) leave the process only after that turn, nobody sees a change
- * that is not yet on disk. Then, asynchronously, the file and the folder are fsynced: from then on it also
- * survives a power loss.
+ * crash of the agent (kill -9, OOM kill; the data is in the kernel's page cache). That is before the agent takes
+ * in the next event, and the outputs of the cycle are sent after that turn (HTTP/2 frames to kubelet, API writes
+ * and Events all go out asynchronously). Then, asynchronously, the file and the folder are fsynced: from then on it
+ * also survives a power loss.
  *
  * When it is saved (docs/fault-engine.md "Limits and durability"): a change of escalation state (the engine's
  * {@link FaultEngine.durableRevision}, or the confirmed `ManuallySeparateNPU` value) at once; beyond
