@@ -595,7 +595,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       graceTolerance,
       ...(healthGroups ? { healthGroups } : {}),
     });
-    const persistence = new EngineStatePersistence({ dir: flags.stateDir, nodeName: config.nodeName, logger: log });
+    const persistence = new EngineStatePersistence({
+      dir: flags.stateDir,
+      nodeName: config.nodeName,
+      logger: log,
+      ...(events ? { events } : {}),
+    });
     let restored: RestoreResult | undefined;
     const restore = (values: StartupValues): RestoreResult => {
       const r = restoreEngine(engine, { persisted: persistence.load(), live: values, now: clock.now(), runMode });
@@ -770,7 +775,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         onWritten: () => {
           metrics.configMapWrites.inc({ result: 'ok' });
           void lab.onDeviceInfoWritten();
-          persistence.scheduleSave(() => persistence.capture(engine, pub.confirmedManualSeparation()));
+          persistence.noteChange(engine, () => pub.confirmedManualSeparation());
         },
       });
       publisher = pub;
@@ -885,7 +890,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       }
       stowCycle(state);
       if (events) for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
-      persistence.scheduleSave(() => persistence.capture(engine, publisher?.confirmedManualSeparation()));
+      persistence.noteChange(engine, () => publisher?.confirmedManualSeparation()); // escalation state: saved at once
     });
     policySource.subscribe((report, policy) => {
       if (report.changed) store.setPolicy(policy);

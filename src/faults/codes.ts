@@ -66,19 +66,24 @@ export function goHex(code: FaultCode): string {
 
 /**
  * The canonical text of codes (spec E.3): the first configured spelling of a value, lower-cased; `%x` otherwise.
- * Instances are immutable; {@link FormatTable.extend} returns a new table.
+ * Instances are immutable; {@link FormatTable.extend} and {@link FormatTable.reconfigure} return a new table.
  */
 export class FormatTable {
-  private constructor(private readonly byCode: ReadonlyMap<FaultCode, string>) {}
+  private constructor(
+    private readonly byCode: ReadonlyMap<FaultCode, string>,
+    /** Entries the current configuration would not give (kept for codes in use): what a state export needs. */
+    private readonly extra: ReadonlyMap<FaultCode, string> = new Map(),
+  ) {}
 
   /** An empty table. */
   static empty(): FormatTable {
     return new FormatTable(new Map());
   }
 
-  /** Rebuilds a table from exported pairs (values already lower-case). */
+  /** Rebuilds a table from exported pairs (values already lower-case); every pair counts as an extra. */
   static fromEntries(entries: Iterable<readonly [FaultCode, string]>): FormatTable {
-    return new FormatTable(new Map(entries));
+    const m = new Map(entries);
+    return new FormatTable(m, m);
   }
 
   /** A new table with `spellings` registered in order; an already registered value keeps its spelling (E.3). */
@@ -88,7 +93,36 @@ export class FormatTable {
       const p = parseHexCode(s);
       if (p.ok && !next.has(p.value)) next.set(p.value, s.toLowerCase());
     }
-    return new FormatTable(next);
+    return new FormatTable(next, this.extra);
+  }
+
+  /**
+   * The table of a new configuration: `spellings` registered in order (E.3: within one configuration the first
+   * spelling of a value wins), and for the values in `keep` (codes chips carry, codes upgrade reasons reference)
+   * the spelling registered so far, if any; nothing else. A deliberate deviation from E.3, where a registration
+   * is never cleared or replaced for the life of the process: there a table loaded once and reverted kept every
+   * spelling, and here the table never holds more than the current configuration plus the codes in use, so a
+   * revert gives the memory back. A value no longer in use takes the current configuration's spelling.
+   */
+  reconfigure(spellings: Iterable<string>, keep: ReadonlySet<FaultCode>): FormatTable {
+    const next = new Map<FaultCode, string>();
+    for (const s of spellings) {
+      const p = parseHexCode(s);
+      if (p.ok && !next.has(p.value)) next.set(p.value, s.toLowerCase());
+    }
+    const extra = new Map<FaultCode, string>();
+    for (const code of keep) {
+      const old = this.byCode.get(code);
+      if (old === undefined || (next.get(code) ?? goHex(code)) === old) continue; // the same text without it
+      next.set(code, old);
+      extra.set(code, old);
+    }
+    return new FormatTable(next, extra);
+  }
+
+  /** Number of registered values. */
+  get size(): number {
+    return this.byCode.size;
   }
 
   /** Lower-case canonical text (the key form of upstream caches and of `fault_code` in upgrade reasons). */
@@ -101,8 +135,16 @@ export class FormatTable {
     return this.lower(code).toUpperCase();
   }
 
-  /** All registered pairs, for export. */
+  /** All registered pairs. */
   entries(): [FaultCode, string][] {
     return [...this.byCode];
+  }
+
+  /**
+   * The pairs the configuration in use does not give (spellings kept for codes in use), for export: with the
+   * configuration they rebuild the whole table, so a state does not grow with the configuration.
+   */
+  extras(): [FaultCode, string][] {
+    return [...this.extra];
   }
 }

@@ -156,6 +156,11 @@ function appendOnce(list: FaultCode[], code: FaultCode): void {
   if (!list.includes(code)) list.push(code);
 }
 
+function* concat<T>(a: Iterable<T>, b: Iterable<T>): Iterable<T> {
+  yield* a;
+  yield* b;
+}
+
 function removeAll(list: FaultCode[], code: FaultCode): FaultCode[] {
   return list.includes(code) ? list.filter((c) => c !== code) : list;
 }
@@ -184,6 +189,8 @@ export class FaultEngine {
   private readonly byChip = new Map<number, FaultEvent[]>();
   /** Parsed reason codes by text (reason texts are configured codes or the autofill placeholder). */
   private readonly reasonCodes = new Map<string, FaultCode | null>();
+  /** See {@link FaultEngine.durableRevision}. */
+  private durableRev = 0;
 
   constructor(policy: FaultPolicy, options: EngineOptions) {
     this.policy = policy;
@@ -194,9 +201,34 @@ export class FaultEngine {
     this.order = [...options.chips].sort((a, b) => a.logicId - b.logicId).map(newChip);
     this.chips = new Map(this.order.map((c) => [c.logicId, c]));
     if (this.chips.size !== this.order.length) throw new RangeError('duplicate logic id in chips');
-    this.formats = FormatTable.empty().extend(policy.codes.spellings).extend(policy.customization.spellings);
+    this.formats = FormatTable.empty().reconfigure(
+      concat(policy.codes.spellings, policy.customization.spellings),
+      new Set(),
+    );
     // Spec G.3 step 4: fixed at the first configuration load.
     this.autofillReleaseSec = autofillReleaseSeconds(policy.customization);
+  }
+
+  /**
+   * A counter that grows whenever state that decides an escalation changed: a frequency occurrence or recovery was
+   * recorded or a counter restarted (F.3), a duration machine got an event or flipped (F.4), an upgrade reason was
+   * added, re-timed or removed (G.4), the manual-separation cache or its written marks changed (G.1, G.2), the
+   * autofill timer was armed or fired (G.3), a policy or a state was loaded. The state file is saved promptly when
+   * it moved (docs/fault-engine.md "Limits and durability"); fault lists and severities do not move it (they are
+   * re-read from DCMI at start).
+   */
+  get durableRevision(): number {
+    return this.durableRev;
+  }
+
+  /** @internal Marks a durable change (state import). */
+  noteDurableChange(): void {
+    this.durableRev++;
+  }
+
+  /** Number of code spellings held (E.3 format table), for the state bounds of docs/fault-engine.md. */
+  get formatCount(): number {
+    return this.formats.size;
   }
 
   /** Upper-case canonical text of a code (spec E.3). */
@@ -463,6 +495,7 @@ export class FaultEngine {
     if (!h) chip.freq.set(code, (h = { times: null, lastOccur: 0, lastRecover: 0 }));
     (h.times ??= []).push(time);
     h.lastOccur = time;
+    this.durableRev++;
   }
 
   private recordRecover(chip: ChipRuntime, code: FaultCode, time: number, rule: FrequencyRule | undefined): void {
@@ -470,6 +503,7 @@ export class FaultEngine {
     let h = chip.freq.get(code);
     if (!h) chip.freq.set(code, (h = { times: null, lastOccur: 0, lastRecover: 0 }));
     h.lastRecover = time;
+    this.durableRev++;
   }
 
   /**
@@ -484,6 +518,7 @@ export class FaultEngine {
       let d = chip.dur.get(ev.code);
       if (!d) chip.dur.set(ev.code, (d = newDurationData()));
       d.queue.push({ assertion: ev.assertion, time: ev.timeMs || now });
+      this.durableRev++;
     }
     const freqRules = this.policy.customization.frequency;
     let flippedOn = false;
@@ -491,6 +526,7 @@ export class FaultEngine {
       const rule = rules.get(code);
       if (!rule) continue;
       const flip = runDuration(d, rule, now);
+      if (flip !== 'none') this.durableRev++;
       if (flip === 'on') {
         this.recordOccur(chip, code, d.alarmTime, freqRules.get(code));
         flippedOn = true;
@@ -687,9 +723,11 @@ export class FaultEngine {
   ): void {
     const prev = this.findReason(chip, code, level, type);
     if (prev) {
+      if (prev.upgrade_time !== time) this.durableRev++;
       prev.upgrade_time = time;
       return;
     }
+    this.durableRev++;
     const r: UpgradeReason = {
       upgrade_time: time,
       fault_code: this.formats.lower(code),
@@ -736,6 +774,7 @@ export class FaultEngine {
       }
     }
     if (removed.length === 0) return removed;
+    this.durableRev++;
     chip.dirty = true;
     out.push({ kind: 'reasons-removed', logicId: chip.logicId, reasons: removed, by, k8sEvent });
     if (
@@ -764,12 +803,14 @@ export class FaultEngine {
     }
     const isNew = !this.manual.has(chip.logicId);
     this.manual.set(chip.logicId, { recordTime: now, written: false });
+    this.durableRev++;
     if (isNew)
       out.push({ kind: 'separated', logicId: chip.logicId, by: 'FaultFrequency', code: this.formats.upper(code) });
   }
 
   private releaseAutofill(out: Transition[]): void {
     this.autofillReleaseAt = null;
+    this.durableRev++;
     for (const chip of this.order) {
       this.removeReasons(chip, (r) => r.upgrade_type === 'FaultAutofill', 'autofill-timer', true, out);
     }
@@ -799,7 +840,10 @@ export class FaultEngine {
         // Upstream clears one escalated counter per chip per cycle (M.8); we clear every escalated one.
         for (const code of chip.freqClear) {
           const h = chip.freq.get(code);
-          if (h?.times) h.times = [];
+          if (h?.times && h.times.length > 0) {
+            h.times = [];
+            this.durableRev++;
+          }
         }
         chip.freqClear.clear();
       }
@@ -825,6 +869,7 @@ export class FaultEngine {
     const out: Transition[] = [];
     const chip = this.chips.get(logicId);
     if (!chip || !this.manual.delete(logicId)) return out;
+    this.durableRev++;
     this.removeReasons(chip, (r) => r.fault_level === 'ManuallySeparateNPU', 'operator', true, out);
     out.push({ kind: 'released', logicId, by: 'operator' });
     chip.dirty = true;
@@ -878,6 +923,7 @@ export class FaultEngine {
         n++;
       }
     }
+    if (n > 0) this.durableRev++;
     return n;
   }
 
@@ -904,11 +950,15 @@ export class FaultEngine {
    * FaultFrequency/FaultDuration reasons of codes no longer configured in their section are dropped (no Event,
    * manual-separation cache untouched), re-levelled when the level changed; autofill reasons stay.
    * `resetHistory` clears every frequency/duration history first (F.1: malformed ConfigMap document).
+   * Afterwards the engine holds nothing for codes the new policy does not name beyond what its chips and reasons
+   * still carry: the code spellings are pruned too ({@link FormatTable.reconfigure}), so loading a huge table and
+   * reverting gives the memory back.
    */
   setPolicy(policy: FaultPolicy, options: { resetHistory?: boolean } = {}): Transition[] {
     const out: Transition[] = [];
     this.policy = policy;
-    this.formats = this.formats.extend(policy.codes.spellings).extend(policy.customization.spellings);
+    this.durableRev++;
+    this.reasonCodes.clear();
     const { frequency, duration } = policy.customization;
     for (const chip of this.order) {
       if (options.resetHistory) {
@@ -944,7 +994,32 @@ export class FaultEngine {
         });
       chip.dirty = true;
     }
+    this.pruneFormats();
     return out;
+  }
+
+  /**
+   * @internal Rebuilds the format table for the current policy, keeping the spellings of codes still in use
+   * (after {@link setPolicy} and after a state import).
+   */
+  pruneFormats(): void {
+    const inUse = new Set<FaultCode>();
+    for (const chip of this.order) {
+      for (const c of chip.faultCodes) inUse.add(c);
+      for (const c of chip.networkCodes) inUse.add(c);
+      for (const c of chip.faultTime.keys()) inUse.add(c);
+      for (const c of chip.freq.keys()) inUse.add(c);
+      for (const c of chip.dur.keys()) inUse.add(c);
+      for (const e of chip.held) inUse.add(e.code);
+      for (const c of chip.recoveredInAdvance) inUse.add(c);
+      for (const c of chip.recoveredInAdvanceNetwork) inUse.add(c);
+      for (const r of chip.reasons.values()) {
+        const c = this.codeOf(r);
+        if (c !== null) inUse.add(c);
+      }
+    }
+    const { codes, customization } = this.policy;
+    this.formats = this.formats.reconfigure(concat(codes.spellings, customization.spellings), inUse);
   }
 
   /**
@@ -1016,6 +1091,7 @@ export class FaultEngine {
     }
     if (autofilled && this.autofillReleaseSec !== RELEASE_NEVER)
       this.autofillReleaseAt = now + this.autofillReleaseSec * 1000;
+    this.durableRev++;
     const events: FaultEvent[] = [];
     for (const chip of this.order) {
       for (const r of chip.reasons.values()) {

@@ -34,6 +34,10 @@ export interface ChipStateJson {
 export interface EngineStateJson {
   version: number;
   severity: [FaultCode, number][];
+  /**
+   * Code spellings the configuration in use does not give (E.3: kept for codes chips carry or reasons reference);
+   * with the configuration they rebuild the engine's table, so the state does not grow with the configuration.
+   */
   formats: [FaultCode, string][];
   autofillReleaseSec: number;
   autofillReleaseAt: number | null;
@@ -45,7 +49,7 @@ export function exportEngineState(engine: FaultEngine): EngineStateJson {
   return {
     version: STATE_VERSION,
     severity: [...engine.severity],
-    formats: engine.formats.entries(),
+    formats: engine.formats.extras(), // the configuration gives the rest again at import
     autofillReleaseSec: engine.autofillReleaseSec,
     autofillReleaseAt: engine.autofillReleaseAt,
     chips: engine.order.map((c) => ({
@@ -135,9 +139,8 @@ export function importEngineState(
     // Validated: apply.
     engine.severity.clear();
     for (const [c, v] of severity) engine.severity.set(c, v);
-    engine.formats = FormatTable.fromEntries(formats.map(([c, t]) => [c, t.toLowerCase()])).extend(
-      engine.formats.entries().map(([, t]) => t),
-    );
+    // The state's spellings for codes in use, the configuration's for the rest (pruneFormats below).
+    engine.formats = FormatTable.fromEntries(formats.map(([c, t]) => [c, t.toLowerCase()]));
     engine.autofillReleaseSec = doc.autofillReleaseSec;
     engine.autofillReleaseAt = doc.autofillReleaseAt;
     engine.manual.clear();
@@ -158,6 +161,8 @@ export function importEngineState(
       chip.view = null;
       if (s.manual) engine.manual.set(chip.logicId, s.manual);
     }
+    engine.pruneFormats();
+    engine.noteDurableChange();
     return { ok: true, problems };
   } catch (e) {
     if (e instanceof Invalid) return { ok: false, error: e.message };

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { FileFaultConfigSource, type FaultConfigReport } from '../../src/config/fault-config-source.js';
 import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { MAX_CONFIG_BYTES } from '../../src/faults/index.js';
 
 let dir: string;
 let fcFile: string;
@@ -65,9 +66,9 @@ describe('FaultConfig file source', () => {
     src.close();
   });
 
-  test('F.1 a file over 10 MiB is rejected without being parsed', async () => {
+  test('F.1 a file over the 1 MiB limit is rejected without being parsed', async () => {
     const src = await open();
-    fs.writeFileSync(cuFile, ' '.repeat(10 * 1024 * 1024 + 1));
+    fs.writeFileSync(cuFile, ' '.repeat(MAX_CONFIG_BYTES + 1));
     await src.reload();
     expect(src.lastReport().files[1]?.fatal[0]).toContain('limit');
     src.close();
