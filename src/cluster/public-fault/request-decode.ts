@@ -1,0 +1,260 @@
+/**
+ * Decoding of a `SendPublicFault` request (`PublicFaultRequest`, spec cluster-faults.md §2.11) from its protobuf
+ * bytes to the collector's message, within the limits of §2.5, so that what a request costs in memory is bounded
+ * before anything is built (issue [K] item 2: 1.3 M empty faults in 2.6 MB were decoded into ~1 GB before the
+ * 100-fault rule was checked).
+ *
+ * The bytes are walked first at the top level, counting the `faults` entries. Then the message is read once, fully
+ * checked (a malformed message is refused whole, as Go's decoder does), but built only within the limits:
+ *
+ * - more than {@link MAX_FAULTS} faults: no fault is built; the message carries {@link PublicFaultMessage.faultsSent}
+ *   and validation refuses it at rule 5 ("invalid faults length"), after the sender limiter and rules 1–4, as
+ *   upstream answers;
+ * - per fault, at most {@link MAX_INFLUENCES} + 1 influences, per influence {@link MAX_DEVICE_IDS} + 1 device ids,
+ *   per `faultLocation` {@link MAX_LOCATION_ENTRIES} + 1 distinct keys are built: one more than the rule allows, so
+ *   validation drops that fault by the same rule, at the same place in the rule order, as upstream.
+ *
+ * Strings are built as sent (each is bounded by the message size, 4 MiB). Proto3 semantics as Go: missing fields
+ * are zero values, the last of repeated scalar fields wins, repeated fields append, packed and unpacked device ids
+ * are both read, a known field with another wire type is skipped as unknown, map entries default their missing key
+ * or value to "" and a later entry of the same key replaces the earlier one, and strings must be valid UTF-8.
+ */
+import type { PublicFault, PublicFaultInfluence, PublicFaultMessage } from './types.js';
+import { MAX_DEVICE_IDS, MAX_FAULTS, MAX_INFLUENCES, MAX_LOCATION_ENTRIES } from './validator.js';
+import { WIRE_LEN, WIRE_VARINT, WireReader } from './wire.js';
+
+export { WireFormatError } from './wire.js';
+
+/** Entries of the repeated fields as sent (every one on the wire, built or not). */
+export interface WireCounts {
+  faults: number;
+  influences: number;
+  deviceIds: number;
+  /** `faultLocation` entries on the wire (a repeated key counts each time) */
+  locationEntries: number;
+}
+
+/** A decoded request and what it held on the wire. */
+export interface DecodedRequest {
+  message: PublicFaultMessage;
+  counts: WireCounts;
+}
+
+// field numbers of api.proto
+const REQ_ID = 1;
+const REQ_TIMESTAMP = 2;
+const REQ_VERSION = 3;
+const REQ_RESOURCE = 4;
+const REQ_FAULTS = 5;
+const F_ID = 1;
+const F_TYPE = 2;
+const F_CODE = 3;
+const F_TIME = 4;
+const F_ASSERTION = 5;
+const F_LOCATION = 6;
+const F_INFLUENCE = 7;
+const F_DESCRIPTION = 8;
+const I_NODE_NAME = 1;
+const I_NODE_SN = 2;
+const I_DEVICE_IDS = 3;
+const ENTRY_KEY = 1;
+const ENTRY_VALUE = 2;
+
+const fieldOf = (tag: number): number => tag >>> 3;
+const wireOf = (tag: number): number => tag & 7;
+
+class RequestDecoder {
+  readonly counts: WireCounts = { faults: 0, influences: 0, deviceIds: 0, locationEntries: 0 };
+  readonly #r: WireReader;
+
+  constructor(buf: Buffer) {
+    this.#r = new WireReader(buf);
+  }
+
+  /** Enters a length-delimited field: reads are confined to it; returns the outer limit for {@link #leave}. */
+  #enter(): number {
+    const r = this.#r;
+    const end = r.lengthEnd();
+    const outer = r.limit;
+    r.limit = end;
+    return outer;
+  }
+
+  /** Leaves the field entered last (it has been read to its end). */
+  #leave(outer: number): void {
+    this.#r.limit = outer;
+  }
+
+  /**
+   * Pass 1: the top-level fields, with the `faults` entries counted and skipped. Over {@link MAX_FAULTS} faults the
+   * message is complete here (rule 5 refuses it whatever the faults hold); otherwise pass 2 reads the faults.
+   */
+  request(): PublicFaultMessage {
+    const r = this.#r;
+    const msg: PublicFaultMessage = { id: '', timestamp: 0, version: '', resource: '', faults: [] };
+    let faults = 0;
+    while (!r.atLimit) {
+      const t = r.tag();
+      const len = wireOf(t) === WIRE_LEN;
+      switch (fieldOf(t)) {
+        case REQ_ID:
+          if (len) msg.id = r.string();
+          else r.skip(t);
+          break;
+        case REQ_TIMESTAMP:
+          if (wireOf(t) === WIRE_VARINT) msg.timestamp = r.int64();
+          else r.skip(t);
+          break;
+        case REQ_VERSION:
+          if (len) msg.version = r.string();
+          else r.skip(t);
+          break;
+        case REQ_RESOURCE:
+          if (len) msg.resource = r.string();
+          else r.skip(t);
+          break;
+        case REQ_FAULTS:
+          if (len) faults++;
+          r.skip(t);
+          break;
+        default:
+          r.skip(t);
+      }
+    }
+    if (faults > MAX_FAULTS) {
+      this.counts.faults = faults;
+      msg.faultsSent = faults;
+      return msg;
+    }
+    // pass 2: the faults
+    r.pos = 0;
+    while (!r.atLimit) {
+      const t = r.tag();
+      if (t === ((REQ_FAULTS << 3) | WIRE_LEN)) {
+        const outer = this.#enter();
+        msg.faults.push(this.#fault());
+        this.#leave(outer);
+      } else {
+        r.skip(t);
+      }
+    }
+    return msg;
+  }
+
+  /** One fault, with at most MAX_INFLUENCES + 1 influences and MAX_LOCATION_ENTRIES + 1 location keys. */
+  #fault(): PublicFault {
+    const r = this.#r;
+    this.counts.faults++;
+    const location = Object.create(null) as Record<string, string>;
+    const f: PublicFault = {
+      faultId: '',
+      faultType: '',
+      faultCode: '',
+      faultTime: 0,
+      assertion: '',
+      faultLocation: location,
+      influence: [],
+      description: '',
+    };
+    let influences = 0;
+    let keys = 0;
+    while (!r.atLimit) {
+      const t = r.tag();
+      const len = wireOf(t) === WIRE_LEN;
+      const field = fieldOf(t);
+      if (field === F_TIME && wireOf(t) === WIRE_VARINT) {
+        f.faultTime = r.int64();
+      } else if (!len) {
+        r.skip(t);
+      } else if (field === F_ID) {
+        f.faultId = r.string();
+      } else if (field === F_TYPE) {
+        f.faultType = r.string();
+      } else if (field === F_CODE) {
+        f.faultCode = r.string();
+      } else if (field === F_ASSERTION) {
+        f.assertion = r.string();
+      } else if (field === F_DESCRIPTION) {
+        f.description = r.string();
+      } else if (field === F_LOCATION) {
+        this.counts.locationEntries++;
+        // limit + 1 distinct keys are kept: enough for the rule to fail as on upstream's map
+        const keep = keys <= MAX_LOCATION_ENTRIES;
+        const outer = this.#enter();
+        const entry = this.#entry(keep);
+        this.#leave(outer);
+        if (entry !== undefined) {
+          if (!Object.hasOwn(location, entry[0])) keys++;
+          location[entry[0]] = entry[1];
+        }
+      } else if (field === F_INFLUENCE) {
+        influences++;
+        const outer = this.#enter();
+        const inf = this.#influence(influences <= MAX_INFLUENCES + 1);
+        this.#leave(outer);
+        if (inf !== undefined) f.influence.push(inf);
+      } else {
+        r.skip(t);
+      }
+    }
+    return f;
+  }
+
+  /** One `faultLocation` map entry as [key, value]; built only when `build`. */
+  #entry(build: boolean): [string, string] | undefined {
+    const r = this.#r;
+    let key = '';
+    let value = '';
+    while (!r.atLimit) {
+      const t = r.tag();
+      const field = fieldOf(t);
+      if ((field === ENTRY_KEY || field === ENTRY_VALUE) && wireOf(t) === WIRE_LEN) {
+        if (!build) r.skipString();
+        else if (field === ENTRY_KEY) key = r.string();
+        else value = r.string();
+      } else {
+        r.skip(t);
+      }
+    }
+    return build ? [key, value] : undefined;
+  }
+
+  /** One influence; built only when `build` (then with at most MAX_DEVICE_IDS + 1 device ids). */
+  #influence(build: boolean): PublicFaultInfluence | undefined {
+    const r = this.#r;
+    const inf: PublicFaultInfluence | undefined = build ? { nodeName: '', nodeSN: '', deviceIds: [] } : undefined;
+    let ids = 0;
+    this.counts.influences++;
+    while (!r.atLimit) {
+      const t = r.tag();
+      const field = fieldOf(t);
+      if ((field === I_NODE_NAME || field === I_NODE_SN) && wireOf(t) === WIRE_LEN) {
+        if (inf === undefined) r.skipString();
+        else if (field === I_NODE_NAME) inf.nodeName = r.string();
+        else inf.nodeSN = r.string();
+      } else if (field === I_DEVICE_IDS && (wireOf(t) === WIRE_VARINT || wireOf(t) === WIRE_LEN)) {
+        // unpacked: one varint; packed: varints filling the field exactly
+        const outer = wireOf(t) === WIRE_LEN ? this.#enter() : -1;
+        do {
+          const v = r.int32();
+          this.counts.deviceIds++;
+          if (inf !== undefined && ++ids <= MAX_DEVICE_IDS + 1) inf.deviceIds.push(v);
+        } while (outer >= 0 && !r.atLimit);
+        if (outer >= 0) this.#leave(outer);
+      } else {
+        r.skip(t);
+      }
+    }
+    return inf;
+  }
+}
+
+/**
+ * Decodes a request within the §2.5 limits (see the module comment); throws {@link WireFormatError} when the bytes
+ * are not a well-formed `PublicFaultRequest`, and nothing else.
+ */
+export function decodePublicFaultRequest(bytes: Buffer): DecodedRequest {
+  const d = new RequestDecoder(bytes);
+  const message = d.request();
+  return { message, counts: d.counts };
+}
