@@ -14,7 +14,9 @@
  *   per `faultLocation` {@link MAX_LOCATION_ENTRIES} + 1 distinct keys are built: one more than the rule allows, so
  *   validation drops that fault by the same rule, at the same place in the rule order, as upstream.
  *
- * Strings are built as sent (each is bounded by the message size, 4 MiB). Proto3 semantics as Go: missing fields
+ * A string field is decoded up to {@link KEEP_BYTES} (one more byte than its rule accepts; the whole field is still
+ * checked): a longer value fails its rule whatever the bytes cut off were, so nothing of megabytes is built for a
+ * value that can only be refused. Proto3 semantics as Go: missing fields
  * are zero values, the last of repeated scalar fields wins, repeated fields append, packed and unpacked device ids
  * are both read, a known field with another wire type is skipped as unknown, map entries default their missing key
  * or value to "" and a later entry of the same key replaces the earlier one, and strings must be valid UTF-8.
@@ -60,6 +62,31 @@ const I_DEVICE_IDS = 3;
 const ENTRY_KEY = 1;
 const ENTRY_VALUE = 2;
 
+/**
+ * Bytes decoded of each string field: one more than the longest value its §2.5 rule accepts. A cut value is still
+ * longer than the rule allows (a character cut in two decodes to U+FFFD, 3 bytes), so it fails the same rule.
+ * `resource` and `nodeSN` are kept whole: they are matched against the configuration and the nodes' serial numbers,
+ * which §2.5 does not bound.
+ */
+export const KEEP_BYTES = {
+  /** `^[A-Za-z0-9_.-]{8,128}$` (also faultId) */
+  id: 129,
+  /** exactly "1.0" */
+  version: 4,
+  /** NPU, Node, Network, Storage */
+  faultType: 8,
+  /** exactly 9 bytes */
+  faultCode: 10,
+  /** occur, recover, once */
+  assertion: 8,
+  /** 512 code points of at most 4 bytes: 2,052 bytes always hold 513 */
+  description: 2052,
+  locationKey: 17,
+  locationValue: 129,
+  /** a node name of at most 253 characters */
+  nodeName: 254,
+} as const;
+
 const fieldOf = (tag: number): number => tag >>> 3;
 const wireOf = (tag: number): number => tag & 7;
 
@@ -98,7 +125,7 @@ class RequestDecoder {
       const len = wireOf(t) === WIRE_LEN;
       switch (fieldOf(t)) {
         case REQ_ID:
-          if (len) msg.id = r.string();
+          if (len) msg.id = r.string(KEEP_BYTES.id);
           else r.skip(t);
           break;
         case REQ_TIMESTAMP:
@@ -106,7 +133,7 @@ class RequestDecoder {
           else r.skip(t);
           break;
         case REQ_VERSION:
-          if (len) msg.version = r.string();
+          if (len) msg.version = r.string(KEEP_BYTES.version);
           else r.skip(t);
           break;
         case REQ_RESOURCE:
@@ -167,15 +194,15 @@ class RequestDecoder {
       } else if (!len) {
         r.skip(t);
       } else if (field === F_ID) {
-        f.faultId = r.string();
+        f.faultId = r.string(KEEP_BYTES.id);
       } else if (field === F_TYPE) {
-        f.faultType = r.string();
+        f.faultType = r.string(KEEP_BYTES.faultType);
       } else if (field === F_CODE) {
-        f.faultCode = r.string();
+        f.faultCode = r.string(KEEP_BYTES.faultCode);
       } else if (field === F_ASSERTION) {
-        f.assertion = r.string();
+        f.assertion = r.string(KEEP_BYTES.assertion);
       } else if (field === F_DESCRIPTION) {
-        f.description = r.string();
+        f.description = r.string(KEEP_BYTES.description);
       } else if (field === F_LOCATION) {
         this.counts.locationEntries++;
         // limit + 1 distinct keys are kept: enough for the rule to fail as on upstream's map
@@ -210,8 +237,8 @@ class RequestDecoder {
       const field = fieldOf(t);
       if ((field === ENTRY_KEY || field === ENTRY_VALUE) && wireOf(t) === WIRE_LEN) {
         if (!build) r.skipString();
-        else if (field === ENTRY_KEY) key = r.string();
-        else value = r.string();
+        else if (field === ENTRY_KEY) key = r.string(KEEP_BYTES.locationKey);
+        else value = r.string(KEEP_BYTES.locationValue);
       } else {
         r.skip(t);
       }
@@ -230,7 +257,7 @@ class RequestDecoder {
       const field = fieldOf(t);
       if ((field === I_NODE_NAME || field === I_NODE_SN) && wireOf(t) === WIRE_LEN) {
         if (inf === undefined) r.skipString();
-        else if (field === I_NODE_NAME) inf.nodeName = r.string();
+        else if (field === I_NODE_NAME) inf.nodeName = r.string(KEEP_BYTES.nodeName);
         else inf.nodeSN = r.string();
       } else if (field === I_DEVICE_IDS && (wireOf(t) === WIRE_VARINT || wireOf(t) === WIRE_LEN)) {
         // unpacked: one varint; packed: varints filling the field exactly

@@ -142,12 +142,15 @@ export class WireReader {
     return this.pos + this.#lo;
   }
 
-  /** A string field's content after its length prefix; refuses invalid UTF-8 as Go does for proto3 strings. */
-  string(): string {
+  /**
+   * A string field's content after its length prefix; refuses invalid UTF-8 as Go does for proto3 strings. Only the
+   * first `keepBytes` bytes are decoded (the whole field is checked); a character cut there becomes U+FFFD.
+   */
+  string(keepBytes = Infinity): string {
     const start = this.pos;
     const end = this.lengthEnd();
     this.#checkUtf8(start, end);
-    const s = this.buf.toString('utf8', this.pos, end);
+    const s = this.buf.toString('utf8', this.pos, Math.min(end, this.pos + keepBytes));
     this.pos = end;
     return s;
   }

@@ -1,6 +1,11 @@
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { decodePublicFaultRequest, WireFormatError } from '../../../src/cluster/public-fault/request-decode.js';
+import {
+  decodePublicFaultRequest,
+  KEEP_BYTES,
+  WireFormatError,
+} from '../../../src/cluster/public-fault/request-decode.js';
+import type { PublicFaultMessage } from '../../../src/cluster/public-fault/types.js';
 import {
   MAX_DEVICE_IDS,
   MAX_FAULTS,
@@ -220,14 +225,107 @@ const requestArb: fc.Arbitrary<PublicFaultRequest> = fc.record({
   ),
 });
 
+/** The reference message with the decoder's string cuts applied (KEEP_BYTES). */
+function cut(m: PublicFaultMessage): PublicFaultMessage {
+  const keep = (s: string, n: number): string => Buffer.from(s).subarray(0, n).toString();
+  return {
+    ...m,
+    id: keep(m.id, KEEP_BYTES.id),
+    version: keep(m.version, KEEP_BYTES.version),
+    faults: m.faults.map((f) => ({
+      ...f,
+      faultId: keep(f.faultId, KEEP_BYTES.id),
+      faultType: keep(f.faultType, KEEP_BYTES.faultType),
+      faultCode: keep(f.faultCode, KEEP_BYTES.faultCode),
+      assertion: keep(f.assertion, KEEP_BYTES.assertion),
+      description: keep(f.description, KEEP_BYTES.description),
+      faultLocation: Object.fromEntries(
+        Object.entries(f.faultLocation ?? {}).map(([k, v]) => [
+          keep(k, KEEP_BYTES.locationKey),
+          keep(v, KEEP_BYTES.locationValue),
+        ]),
+      ),
+      influence: f.influence.map((i) => ({ ...i, nodeName: keep(i.nodeName, KEEP_BYTES.nodeName) })),
+    })),
+  };
+}
+
+/** What validation makes of a message, without the objects (comparable across two decodings). */
+function verdict(m: PublicFaultMessage): unknown {
+  const r = validateMessage(m, ctx);
+  const dropped = r.dropped.map((d) => [d.index, d.reason]);
+  return r.ok
+    ? { ok: true, kept: r.faults.map((f) => f.fault.faultId), dropped }
+    : { ok: false, why: r.reason, dropped };
+}
+
+/** Strings of 1-4-byte characters with a length around `n` (in characters or bytes, both get near it). */
+const around = (n: number, chars: fc.Arbitrary<string>): fc.Arbitrary<string> =>
+  fc
+    .integer({ min: Math.max(0, n - 4), max: n + 4 })
+    .chain((len) => fc.array(chars, { minLength: len, maxLength: len }).map((a) => a.join('')));
+const idChar = fc.constantFrom('a', 'Z', '9', '-', '_', '.');
+const anyChar = fc.constantFrom('a', 'é', '€', '😀', '\t', ' ');
+const okOr = <T>(ok: fc.Arbitrary<T>, other: fc.Arbitrary<T>) =>
+  fc.oneof({ arbitrary: ok, weight: 5 }, { arbitrary: other, weight: 1 });
+const codes = [...shippedConfig().levels.keys()];
+const nearLimitArb: fc.Arbitrary<PublicFaultRequest> = fc.record({
+  id: okOr(fc.constant('msg.20260301-0001'), fc.oneof(around(128, idChar), around(128, anyChar))),
+  timestamp: fc.constant('1772330400000'),
+  version: okOr(fc.constant('1.0'), fc.constantFrom('1.0 ', '1.0é', '1.00', '1.')),
+  resource: fc.constant('CCAE'),
+  faults: fc.array(
+    fc.record({
+      faultId: okOr(fc.oneof(fc.constant('fault-0001'), around(128, idChar)), around(128, anyChar)),
+      faultType: okOr(
+        fc.constantFrom('NPU', 'Node', 'Network', 'Storage'),
+        fc.constantFrom('Storage1', 'Network€', 'Networks'),
+      ),
+      faultCode: okOr(fc.constantFrom(...codes), fc.oneof(around(9, fc.constantFrom('1', 'é')), around(10, anyChar))),
+      faultTime: fc.constant('1772330390000'),
+      assertion: okOr(fc.constantFrom('occur', 'recover', 'once'), fc.constantFrom('recover1', 'recoveré', 'recovery')),
+      faultLocation: okOr(
+        fc.constant({}),
+        fc
+          .array(fc.tuple(around(16, anyChar), around(128, anyChar)), { maxLength: 3 })
+          .map((kv) => Object.fromEntries(kv)),
+      ),
+      influence: fc.array(
+        fc.record({
+          nodeName: okOr(
+            fc.constant('node-1'),
+            fc.oneof(around(253, fc.constantFrom('a', '1', '-')), around(253, anyChar)),
+          ),
+          nodeSN: fc.constant(''),
+          deviceIds: fc.constant([0, 1]),
+        }),
+        { minLength: 1, maxLength: 2 },
+      ),
+      description: okOr(fc.constant(''), around(512, anyChar)),
+    }),
+    { minLength: 1, maxLength: 3 },
+  ),
+});
+
 describe('[K] item 2 decoder against protobufjs (fast-check)', () => {
-  test('property: a valid request within the limits decodes to what protobufjs + the old mapping gave', () => {
+  test('property: a valid request within the limits decodes to what protobufjs + the old mapping gave (strings cut)', () => {
     fc.assert(
       fc.property(requestArb, (req) => {
         const bytes = encodeRequest(req);
-        expect(decode(bytes).message).toEqual(referenceMessage(protobufjsDecode(bytes)));
+        expect(decode(bytes).message).toEqual(cut(referenceMessage(protobufjsDecode(bytes))));
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  test('property: cutting strings never changes what validation decides (strings around every §2.5 length)', () => {
+    fc.assert(
+      fc.property(nearLimitArb, (req) => {
+        const bytes = encodeRequest(req);
+        const ours = decode(bytes).message;
+        expect(verdict(ours)).toEqual(verdict(referenceMessage(protobufjsDecode(bytes))));
+      }),
+      { numRuns: 2000 },
     );
   });
 
@@ -281,4 +379,29 @@ describe('[K] item 2 decoder against protobufjs (fast-check)', () => {
       { numRuns: 3000 },
     );
   });
+});
+
+test('[K] item 2 the near-limit generator reaches kept faults and drops by every string rule (not vacuous)', () => {
+  const reasons = new Set<string>();
+  let kept = 0;
+  for (const req of fc.sample(nearLimitArb, { numRuns: 2000, seed: 11 })) {
+    const r = validateMessage(decode(encodeRequest(req)).message, ctx);
+    for (const d of r.dropped) reasons.add(d.reason);
+    if (!r.ok) reasons.add(r.reason);
+    else kept += r.faults.length;
+  }
+  expect(kept).toBeGreaterThan(50);
+  expect([...reasons].sort()).toEqual(
+    expect.arrayContaining([
+      'invalid-assertion',
+      'invalid-description',
+      'invalid-fault-code',
+      'invalid-fault-id',
+      'invalid-fault-location',
+      'invalid-fault-type',
+      'invalid-id',
+      'invalid-node-name',
+      'invalid-version',
+    ]),
+  );
 });
