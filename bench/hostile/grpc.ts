@@ -192,6 +192,8 @@ const KINDS: Kind[] = [
 
 interface Center {
   child: ChildProcess;
+  /** resolves when the child exits */
+  exited: Promise<void>;
   grpcPort: number;
   metricsPort: number;
   stderr: string[];
@@ -220,7 +222,8 @@ async function startCenter(dir: string, kubeconfig: string): Promise<Center> {
     stderr.push(d.toString());
     if (stderr.length > 20) stderr.shift();
   });
-  return { child, grpcPort, metricsPort, stderr };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, exited, grpcPort, metricsPort, stderr };
 }
 
 // ---- clients ----
@@ -419,7 +422,11 @@ async function main(): Promise<void> {
         s.sent += answers.length;
         for (const a of answers) s.answers.set(a, (s.answers.get(a) ?? 0) + 1);
         ({ heap: s.heap, external: s.external } = await memoryMetrics(center.metricsPort));
-        if (center.child.exitCode !== null || center.child.signalCode !== null) {
+        // a dead child answers UNAVAILABLE before its exit is seen: give the exit a moment to arrive
+        const died =
+          answers.includes('UNAVAILABLE') &&
+          (await Promise.race([center.exited.then(() => true), sleep(5000).then(() => false)]));
+        if (died || center.child.exitCode !== null || center.child.signalCode !== null) {
           crashes++;
           s.crashes++;
           process.stderr.write(`crash during ${kind.name}: ${center.stderr.join('').slice(-600)}\n`);
