@@ -259,20 +259,26 @@ class RequestDecoder {
         if (inf === undefined) r.skipString();
         else if (field === I_NODE_NAME) inf.nodeName = r.string(KEEP_BYTES.nodeName);
         else inf.nodeSN = r.string();
-      } else if (field === I_DEVICE_IDS && (wireOf(t) === WIRE_VARINT || wireOf(t) === WIRE_LEN)) {
-        // unpacked: one varint; packed: varints filling the field exactly
-        const outer = wireOf(t) === WIRE_LEN ? this.#enter() : -1;
-        do {
-          const v = r.int32();
-          this.counts.deviceIds++;
-          if (inf !== undefined && ++ids <= MAX_DEVICE_IDS + 1) inf.deviceIds.push(v);
-        } while (outer >= 0 && !r.atLimit);
-        if (outer >= 0) this.#leave(outer);
+      } else if (field === I_DEVICE_IDS && wireOf(t) === WIRE_VARINT) {
+        ids = this.#deviceId(inf, ids);
+      } else if (field === I_DEVICE_IDS && wireOf(t) === WIRE_LEN) {
+        // packed: varints filling the field exactly (an empty field is valid)
+        const outer = this.#enter();
+        while (!r.atLimit) ids = this.#deviceId(inf, ids);
+        this.#leave(outer);
       } else {
         r.skip(t);
       }
     }
     return inf;
+  }
+
+  /** One device id; kept while the influence has at most MAX_DEVICE_IDS; returns the new count. */
+  #deviceId(inf: PublicFaultInfluence | undefined, ids: number): number {
+    const v = this.#r.int32();
+    this.counts.deviceIds++;
+    if (inf !== undefined && ids <= MAX_DEVICE_IDS) inf.deviceIds.push(v);
+    return ids + 1;
   }
 }
 

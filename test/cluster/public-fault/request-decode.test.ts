@@ -145,6 +145,11 @@ describe('§2.11 proto3 decoding with Go semantics', () => {
     expect(decode(bytes).message).toMatchObject({ id: 'msg.20260301-0001', faults: [] });
   });
 
+  test('an empty packed deviceIds field is valid and adds nothing', () => {
+    const { message } = decode(withFaults(faultBody([influence(lenField(3, Buffer.alloc(0)), varintField(3, 4))])));
+    expect(message.faults[0]!.influence[0]!.deviceIds).toEqual([4]);
+  });
+
   test('a negative device id in its 10-byte encoding is read', () => {
     const { message } = decode(withFaults(faultBody([influence(varintField(3, -1))])));
     expect(message.faults[0]!.influence[0]!.deviceIds).toEqual([-1]);
