@@ -4,22 +4,20 @@
  * before anything is built (issue [K] item 2: 1.3 M empty faults in 2.6 MB were decoded into ~1 GB before the
  * 100-fault rule was checked).
  *
- * The bytes are walked first at the top level, counting the `faults` entries. Then the message is read once, fully
- * checked (a malformed message is refused whole, as Go's decoder does), but built only within the limits:
+ * Pass 1 reads the top level: the header fields, and the `faults` entries counted and skipped. Over
+ * {@link MAX_FAULTS} faults that is all: no fault is read or built, the message carries
+ * {@link PublicFaultMessage.faultsSent} and validation refuses it at rule 5 ("invalid faults length") after the
+ * sender limiter and rules 1–4, as upstream answers (a fault that is malformed inside goes unnoticed then; the
+ * message is refused either way). Otherwise pass 2 reads every fault, fully checked (a malformed byte refuses the
+ * request, as Go's decoder does), but builds only within the limits: per fault at most {@link MAX_INFLUENCES} + 1
+ * influences, per influence {@link MAX_DEVICE_IDS} + 1 device ids, per `faultLocation`
+ * {@link MAX_LOCATION_ENTRIES} + 1 distinct keys, and each string field up to {@link KEEP_BYTES}: one more than the
+ * rule allows, so validation drops that fault by the same rule, at the same place in the rule order, as upstream.
  *
- * - more than {@link MAX_FAULTS} faults: no fault is built; the message carries {@link PublicFaultMessage.faultsSent}
- *   and validation refuses it at rule 5 ("invalid faults length"), after the sender limiter and rules 1–4, as
- *   upstream answers;
- * - per fault, at most {@link MAX_INFLUENCES} + 1 influences, per influence {@link MAX_DEVICE_IDS} + 1 device ids,
- *   per `faultLocation` {@link MAX_LOCATION_ENTRIES} + 1 distinct keys are built: one more than the rule allows, so
- *   validation drops that fault by the same rule, at the same place in the rule order, as upstream.
- *
- * A string field is decoded up to {@link KEEP_BYTES} (one more byte than its rule accepts; the whole field is still
- * checked): a longer value fails its rule whatever the bytes cut off were, so nothing of megabytes is built for a
- * value that can only be refused. Proto3 semantics as Go: missing fields
- * are zero values, the last of repeated scalar fields wins, repeated fields append, packed and unpacked device ids
- * are both read, a known field with another wire type is skipped as unknown, map entries default their missing key
- * or value to "" and a later entry of the same key replaces the earlier one, and strings must be valid UTF-8.
+ * Proto3 semantics as Go: missing fields are zero values, the last of repeated scalar fields wins, repeated fields
+ * append, packed and unpacked device ids are both read, a known field with another wire type is skipped as unknown,
+ * map entries default their missing key or value to "" and a later entry of the same key replaces the earlier one,
+ * and strings must be valid UTF-8.
  */
 import type { PublicFault, PublicFaultInfluence, PublicFaultMessage } from './types.js';
 import { MAX_DEVICE_IDS, MAX_FAULTS, MAX_INFLUENCES, MAX_LOCATION_ENTRIES } from './validator.js';
@@ -27,7 +25,7 @@ import { WIRE_LEN, WIRE_VARINT, WireReader } from './wire.js';
 
 export { WireFormatError } from './wire.js';
 
-/** Entries of the repeated fields as sent (every one on the wire, built or not). */
+/** Entries of the repeated fields as sent, built or not (over MAX_FAULTS faults, only `faults`: nothing else is read). */
 export interface WireCounts {
   faults: number;
   influences: number;
