@@ -1,14 +1,13 @@
 /**
  * Runtime loading of `proto/pubfault/api.proto` (spec cluster-faults.md §2.11), located from PROJECT_ROOT so it
- * works from `src/` under ts-jest and from `dist/`, and the mapping of a request to the collector's message type.
+ * works from `src/` under ts-jest and from `dist/`. The server decodes requests itself (`request-decode.ts`); the
+ * loaded definition gives it the method and the response serializer, and the tests their client.
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../dcmi/bindings.js';
 import type { ProtoGrpcType } from '../../generated/pubfault/api.js';
-import type { PublicFaultRequest__Output } from '../../generated/pubfault/PublicFaultRequest.js';
-import type { PublicFaultMessage } from './types.js';
 
 /** Same as the `gen:proto:pubfault` flags: --longs=String --enums=String --defaults --oneofs. */
 export const PUBFAULT_LOADER_OPTIONS: protoLoader.Options = {
@@ -28,30 +27,4 @@ export function loadPubFaultProto(): ProtoGrpcType {
   return grpc.loadPackageDefinition(
     protoLoader.loadSync(PUBFAULT_PROTO, PUBFAULT_LOADER_OPTIONS),
   ) as unknown as ProtoGrpcType;
-}
-
-/** int64 fields arrive as decimal strings (`longs: String`). */
-function int64(s: string | number): number {
-  return typeof s === 'number' ? s : Number(s);
-}
-
-/** A decoded request as the collector's message (proto3 defaults are Go's zero values). */
-export function messageFromRequest(req: PublicFaultRequest__Output): PublicFaultMessage {
-  return {
-    id: req.id,
-    timestamp: int64(req.timestamp),
-    version: req.version,
-    resource: req.resource,
-    faults: req.faults.map((f) => ({
-      faultId: f.faultId,
-      faultType: f.faultType,
-      faultCode: f.faultCode,
-      faultTime: int64(f.faultTime),
-      assertion: f.assertion,
-      // proto3 cannot tell an empty map from an absent one; both validate the same (§2.5 "optional")
-      faultLocation: { ...f.faultLocation },
-      influence: f.influence.map((i) => ({ nodeName: i.nodeName, nodeSN: i.nodeSN, deviceIds: [...i.deviceIds] })),
-      description: f.description,
-    })),
-  };
 }

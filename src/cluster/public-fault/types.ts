@@ -31,6 +31,11 @@ export interface PublicFaultMessage {
   version: string;
   resource: string;
   faults: PublicFault[];
+  /**
+   * Set only when the sender sent more faults than §2.5 allows (100): how many it sent. The faults were then not
+   * decoded (`faults` is empty) and validation refuses the message with "invalid faults length".
+   */
+  faultsSent?: number;
 }
 
 /** Where a message came from (metrics and logs). */

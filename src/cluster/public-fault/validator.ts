@@ -123,15 +123,19 @@ function checkInfluences(f: PublicFault, ctx: ValidationContext): Check<ValidFau
     if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_DEVICE_IDS) {
       return fail('invalid-device-ids-length', `influence[${i}]: deviceIds must have 1 to ${MAX_DEVICE_IDS} entries`);
     }
-    const seen = new Set<number>();
+    // ids are 0..31: one bit each (no Set per influence: a message may carry 100,000 influences)
+    let seen = 0;
     for (const id of ids) {
       if (!Number.isInteger(id) || id < 0 || id > MAX_DEVICE_ID) {
         return fail('device-id-out-of-range', `influence[${i}]: device id ${id} is not in 0..${MAX_DEVICE_ID}`);
       }
-      if (seen.has(id)) return fail('duplicate-device-id', `influence[${i}]: device id ${id} is listed twice`);
-      seen.add(id);
+      if ((seen & (1 << id)) !== 0) {
+        return fail('duplicate-device-id', `influence[${i}]: device id ${id} is listed twice`);
+      }
+      seen |= 1 << id;
     }
-    targets.push({ node, deviceIds: [...ids] });
+    // no copy: the cache copies what it stores (cache.ts)
+    targets.push({ node, deviceIds: ids });
   }
   return { ok: true, value: targets };
 }
@@ -183,9 +187,9 @@ export function validateMessage(msg: PublicFaultMessage, ctx: ValidationContext)
   if (ts === 'early') return reject('timestamp-before-2025');
   if (msg.version !== '1.0') return reject('invalid-version');
   if (!ctx.config.senders.includes(msg.resource)) return reject('invalid-resource');
-  if (!Array.isArray(msg.faults) || msg.faults.length < 1 || msg.faults.length > MAX_FAULTS) {
-    return reject('invalid-faults-length');
-  }
+  // faultsSent: the decoders did not build the faults of an over-long list (request-decode.ts, message-decode.ts)
+  const sent = msg.faultsSent ?? (Array.isArray(msg.faults) ? msg.faults.length : 0);
+  if (!Array.isArray(msg.faults) || sent < 1 || sent > MAX_FAULTS) return reject('invalid-faults-length');
   const faults: ValidFault[] = [];
   const dropped: DroppedFault[] = [];
   for (const [index, f] of msg.faults.entries()) {

@@ -55,11 +55,22 @@ describe('§2.5 message-level rules', () => {
       { faults: Array.from({ length: 100 }, (_, i) => fault({ faultId: `fault-${1000 + i}` })) },
       'accepted',
     ],
+    [
+      '[K] item 2 §2.5 rule 5 a list the decoder did not build (faultsSent 1,300,000) fails',
+      { faults: [], faultsSent: 1_300_000 },
+      'invalid-faults-length',
+    ],
     ['§2.5 rule 6 no valid fault left fails', { faults: [fault({ faultType: 'Disk' })] }, 'no-valid-fault'],
   ];
   test.each(rows)('%s', (_name, over, expected) => {
     const r = rejection(message(over));
     expect(r === 'accepted' ? r : r.reason).toBe(expected);
+  });
+
+  test('[K] item 2 §2.5 a list the decoder did not build still fails after rules 1-4 (version first)', () => {
+    expect(rejection(message({ version: '2', faults: [], faultsSent: 101 }))).toMatchObject({
+      reason: 'invalid-version',
+    });
   });
 
   test('§2.5 the first failing message rule wins (id before version)', () => {
