@@ -6,6 +6,7 @@
  * makes an operator's edit take effect within the 1 s spacing instead of at the next cycle, and hand-edited garbage
  * is reported once and overwritten with a valid ConfigMap.
  */
+import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import {
   deviceName,
@@ -157,6 +158,8 @@ export interface PublisherStats extends WriteQueueStats {
 
 const MAX_REPORTED = 64;
 const OWN_RVS = 16;
+/** Contents of writes sent since the last success (in flight, or failed: the server may have committed them). */
+const SENT_CONTENTS = 8;
 
 /** Publishes the device-info ConfigMap. */
 export class DeviceInfoPublisher {
@@ -171,6 +174,12 @@ export class DeviceInfoPublisher {
   /** Phy ids whose names are in the live ConfigMap by our last successful write (or the start-up read). */
   #confirmed: Set<number> | undefined;
   readonly #ownRvs: string[] = [];
+  /** Fingerprint ({@link contentFingerprint}) of the content of the last successful write. */
+  #writtenContent: string | undefined;
+  /** Fingerprints of the contents sent since the last successful write. */
+  #sentContents: string[] = [];
+  /** Write attempts begun: before the first one, what the watch sees is reconciled by it anyway. */
+  #attempts = 0;
   readonly #reported = new Set<string>();
   #pendingRemoved = new Map<string, UpgradeReason[]>();
   #force = false;
@@ -340,13 +349,38 @@ export class DeviceInfoPublisher {
     if (ids.length > 0) this.#o.separation.markWritten?.(ids);
   }
 
+  /**
+   * Whether the object the watch shows is one of our writes: by its resourceVersion when the write's response has
+   * told it, else by its content. The watch event of a write may arrive before the write's response (a real API
+   * server orders the two connections in no way), so an object whose content equals what we wrote last or are
+   * writing is ours whatever its resourceVersion; its resourceVersion is then remembered as ours. An operator's edit
+   * changes the content (a deleted name, a changed key, label or annotation) and is never taken for ours; one that
+   * restores exactly our content leaves nothing to reconcile.
+   */
   #isOwn(cm: k8s.V1ConfigMap): boolean {
     const rv = cm.metadata?.resourceVersion;
-    return rv !== undefined && this.#ownRvs.includes(rv);
+    if (rv !== undefined && this.#ownRvs.includes(rv)) return true;
+    if (this.#writtenContent === undefined && this.#sentContents.length === 0) return false;
+    const fp = contentFingerprint(cm);
+    if (fp !== this.#writtenContent && !this.#sentContents.includes(fp)) return false;
+    if (rv !== undefined) this.#ownRv(rv);
+    return true;
+  }
+
+  #ownRv(rv: string): void {
+    if (this.#ownRvs.includes(rv)) return;
+    this.#ownRvs.push(rv);
+    if (this.#ownRvs.length > OWN_RVS) this.#ownRvs.shift();
   }
 
   #foreign(what: 'absent' | 'deleted' | 'changed'): void {
     if (this.#stopped) return;
+    if (this.#attempts === 0) {
+      // Nothing sent yet: the first write is due and its attempt reads the object first (G.2) — not an edit to
+      // report (at a restart the object holds the previous process's write, at the first start it is absent).
+      this.changed();
+      return;
+    }
     this.#foreignEdits++;
     this.#log.info({ configMap: this.#name, what }, 'device-info ConfigMap edited by someone else; reconciling');
     this.#force = true;
@@ -443,6 +477,7 @@ export class DeviceInfoPublisher {
   async #attempt(how: 'update' | 'create'): Promise<void> {
     this.#writing = true;
     this.#queued = false;
+    this.#attempts++;
     try {
       const ns = DEVICE_INFO_NAMESPACE;
       let rv: string | undefined;
@@ -466,6 +501,9 @@ export class DeviceInfoPublisher {
       const content = this.#content(now);
       const body = deviceInfoConfigMap(this.#o.nodeName, content);
       if (rv !== undefined) body.metadata.resourceVersion = rv;
+      const fp = contentFingerprint(body);
+      this.#sentContents.push(fp);
+      if (this.#sentContents.length > SENT_CONTENTS) this.#sentContents.shift();
       const written =
         how === 'update'
           ? await this.#o.api.replaceNamespacedConfigMap({
@@ -475,7 +513,13 @@ export class DeviceInfoPublisher {
               fieldManager: AGENT_FIELD_MANAGER,
             })
           : await this.#o.api.createNamespacedConfigMap({ namespace: ns, body, fieldManager: AGENT_FIELD_MANAGER });
-      this.#written(content, written, now, mark);
+      this.#written(content, written, now, mark, fp);
+    } catch (e) {
+      // The queue tries again at once: CREATE after a 404, a fresh attempt after a 409. Until then a decision must
+      // wait for it (a submission now would be written right after it, inside the 1 s spacing, H.4).
+      const status = statusOf(e);
+      if ((status === 404 && how === 'update') || status === 409) this.#queued = true;
+      throw e;
     } finally {
       this.#writing = false;
       if (this.#dirty) {
@@ -498,8 +542,10 @@ export class DeviceInfoPublisher {
     this.#o.separation.runCycle();
   }
 
-  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number): void {
+  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number, fp: string): void {
     this.#clean = mark; // changes after the build are decided again below
+    this.#writtenContent = fp;
+    this.#sentContents = [];
     this.#last = {
       deviceList: content.deviceList,
       manuallySeparate: content.data[KEY_MANUALLY_SEPARATE] ?? '',
@@ -513,10 +559,7 @@ export class DeviceInfoPublisher {
     const names = new Set(value === '' ? [] : value.split(','));
     this.#confirm(new Set(this.#o.separation.chips().flatMap((c) => (names.has(c.name) ? [c.phyId] : []))));
     const rv = live.metadata?.resourceVersion;
-    if (rv !== undefined) {
-      this.#ownRvs.push(rv);
-      if (this.#ownRvs.length > OWN_RVS) this.#ownRvs.shift();
-    }
+    if (rv !== undefined) this.#ownRv(rv);
     if (this.#pendingRemoved.size > 0) {
       this.#o.events?.record(releaseUpgradeFaultEvent(this.#pendingRemoved, now)); // spec K.2
       this.#pendingRemoved = new Map();
@@ -623,6 +666,25 @@ function editorOf(cm: k8s.V1ConfigMap): string {
   others.sort((a, b) => at(a) - at(b));
   const m = others.at(-1)?.manager;
   return m !== undefined ? `field manager "${m}"` : 'an operator (a client other than this agent)';
+}
+
+/**
+ * What identifies the content of a ConfigMap for "is this our write" (sha-256 of `data`, `binaryData`, labels,
+ * annotations and `immutable`, keys sorted): everything a write of ours sets and an operator's edit can change,
+ * nothing the API server adds (resourceVersion, managedFields, timestamps).
+ */
+export function contentFingerprint(
+  cm: Pick<k8s.V1ConfigMap, 'data' | 'binaryData' | 'immutable' | 'metadata'>,
+): string {
+  const sorted = (m: Readonly<Record<string, string>> | undefined): [string, string][] =>
+    Object.entries(m ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const h = createHash('sha256');
+  for (const part of [cm.data, cm.binaryData, cm.metadata?.labels, cm.metadata?.annotations]) {
+    h.update(JSON.stringify(sorted(part)));
+    h.update('\n');
+  }
+  h.update(String(cm.immutable ?? false));
+  return h.digest('hex');
 }
 
 function snapshotOf(c: DeviceInfoContent): Omit<WrittenSnapshot, 'writtenAtMs'> {

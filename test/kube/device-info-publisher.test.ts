@@ -328,3 +328,61 @@ describe('G.3 start-up load', () => {
     expect(await readStartupValues(h.core, NODE)).toBeUndefined();
   });
 });
+
+describe('H.4 own writes recognised in either watch order (issue 12 item 1)', () => {
+  const writes = (): number => api.writeCount({ resource: 'configmaps', name: CM });
+  /** `seconds` of fake time, one second at a time, letting watch events arrive (real time) in between. */
+  async function idle(seconds: number): Promise<void> {
+    for (let s = 0; s < seconds; s++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await h.advance(1000);
+    }
+  }
+
+  test('H.4 a change while the first write finds no ConfigMap: one CREATE and no second write within the second', async () => {
+    const changing = Object.create(h.core) as k8s.CoreV1Api;
+    changing.readNamespacedConfigMap = async (p) => {
+      h.publisher.changed(); // a cycle while the attempt runs
+      return h.core.readNamespacedConfigMap(p);
+    };
+    await started({ api: changing });
+    await new Promise((r) => setTimeout(r, 50));
+    await h.settle();
+    expect(writes()).toBe(1);
+  });
+
+  for (const order of ['watch-first', 'response-first'] as const) {
+    test(`H.4 an idle publisher writes once in 30 s when the API server delivers the ${order}`, async () => {
+      api.setWatchOrder(order);
+      await started();
+      await idle(30);
+      expect([writes(), h.publisher.stats.foreignEdits]).toEqual([1, 0]);
+    });
+
+    test(`G.2 an operator deletion landing just after our write is seen when the API server delivers the ${order}`, async () => {
+      api.setWatchOrder(order);
+      // The operator's edit is committed 10 ms after the agent's write that carries Ascend910-3, before (watch-first)
+      // or after (response-first) the agent has the write's response.
+      let raced = false;
+      const racing = Object.create(h.core) as k8s.CoreV1Api;
+      racing.replaceNamespacedConfigMap = async (p) => {
+        const pending = h.core.replaceNamespacedConfigMap(p);
+        if (!raced && p.body.data?.ManuallySeparateNPU === 'Ascend910-3') {
+          raced = true;
+          await new Promise((r) => setTimeout(r, 10));
+          await h.operatorSets('ManuallySeparateNPU', '');
+        }
+        return pending;
+      };
+      await started({ api: racing });
+      await separate(3);
+      await idle(3);
+      expect([raced, h.separated(), (await h.live()).ManuallySeparateNPU, h.publisher.stats.operatorReleases]).toEqual([
+        true,
+        [],
+        '',
+        1,
+      ]);
+    });
+  }
+});
