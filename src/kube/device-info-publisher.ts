@@ -9,7 +9,9 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import {
+  checkManualValue,
   deviceName,
+  MAX_OPERATOR_VALUE_CHARS,
   parseManualNames,
   parseReasonsJson,
   type FaultEngine,
@@ -18,7 +20,7 @@ import {
   type UpgradeReason,
 } from '../faults/index.js';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
+import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
 import {
   buildDeviceInfo,
   deviceInfoConfigMap,
@@ -53,7 +55,10 @@ import {
 /** Field manager of our writes; other managers in `managedFields` name who edited the object. */
 export const AGENT_FIELD_MANAGER = 'ascend-npu-agent';
 /** Largest ConfigMap value read back (the API server's own limit is 1 MiB for the whole object). */
-export const MAX_LIVE_VALUE_CHARS = 1024 * 1024;
+export const MAX_LIVE_VALUE_CHARS = MAX_OPERATOR_VALUE_CHARS;
+/** Characters of a refused value, and bytes of the reasons, in its log line (the line stays under 2 KiB). */
+const LOGGED_VALUE_CHARS = 200;
+const LOGGED_WHY_BYTES = 768;
 
 /** A chip as the separation logic needs it. */
 export interface SeparationChip {
@@ -533,13 +538,31 @@ export class DeviceInfoPublisher {
     const data = live?.data ?? {};
     const values: StartupValues = {
       found: live !== undefined,
-      manuallySeparateNPU: limited(data[KEY_MANUALLY_SEPARATE]),
-      upgradeFaultReason: limited(data[KEY_UPGRADE_REASON]),
+      manuallySeparateNPU: data[KEY_MANUALLY_SEPARATE] ?? '',
+      upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
     };
     this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
     this.#o.lateStartup?.(values);
-    this.#confirm(this.#phys(values.manuallySeparateNPU));
+    const check = checkManualValue(values.manuallySeparateNPU, this.#o.runMode, this.#phyIdsOnNode());
+    if (check.ok) this.#confirm(new Set(check.phyIds));
+    else {
+      // A value the rule rejects (restoreEngine kept the separations): they count as the live ones, so a release
+      // typed over the garbage later is still seen (this attempt's reconcile rejects the same value).
+      const separated = new Set(this.#o.separation.separated());
+      this.#confirm(
+        new Set(
+          this.#o.separation
+            .chips()
+            .filter((c) => separated.has(c.logicId))
+            .map((c) => c.phyId),
+        ),
+      );
+    }
     this.#o.separation.runCycle();
+  }
+
+  #phyIdsOnNode(): Set<number> {
+    return new Set(this.#o.separation.chips().map((c) => c.phyId));
   }
 
   #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number, fp: string): void {
@@ -577,20 +600,13 @@ export class DeviceInfoPublisher {
     const value = data[KEY_MANUALLY_SEPARATE] ?? '';
     const chips = this.#o.separation.chips();
     const byPhy = new Map(chips.map((c) => [c.phyId, c]));
-    const problems: string[] = [];
-    let phyIds: number[] = [];
-    if (value.length > MAX_LIVE_VALUE_CHARS) {
-      problems.push(`longer than ${MAX_LIVE_VALUE_CHARS} characters`);
-    } else {
-      const parsed = parseManualNames(value, this.#o.runMode);
-      problems.push(...parsed.problems);
-      phyIds = parsed.phyIds;
-      for (const p of phyIds) if (!byPhy.has(p)) problems.push(`phy id ${p} is not on this node`);
-    }
-    if (problems.length > 0) {
+    // The one rule for operator values (shared with restoreEngine at start): all clean, or not used at all.
+    const check = checkManualValue(value, this.#o.runMode, new Set(byPhy.keys()));
+    if (!check.ok) {
       // Garbage is never adopted and never taken as a release: our state stays and is written over it.
-      this.#report('ManuallySeparateNPU', value, problems.join('; '));
+      this.#report(KEY_MANUALLY_SEPARATE, value, `${check.problems.join('; ')}; nothing released`);
     } else {
+      const phyIds = check.phyIds;
       const listed = new Set(phyIds);
       const separated = new Set(this.#o.separation.separated());
       const confirmed = this.#confirmed ?? new Set<number>();
@@ -600,7 +616,7 @@ export class DeviceInfoPublisher {
           released.push({ chip, transitions: this.#o.separation.release(chip.logicId) });
         }
       }
-      const added = phyIds.filter((p) => !separated.has(byPhy.get(p)!.logicId));
+      const added = [...listed].filter((p) => !separated.has(byPhy.get(p)!.logicId));
       if (added.length > 0) {
         // spec G.2: names not in the cache are not adopted; they disappear with this write.
         const names = added.map((p) => byPhy.get(p)!.name).join(',');
@@ -626,10 +642,7 @@ export class DeviceInfoPublisher {
     }
     const reasons = data[KEY_UPGRADE_REASON];
     if (reasons !== undefined && reasons !== this.#last?.upgradeReasons) {
-      const p =
-        reasons.length > MAX_LIVE_VALUE_CHARS
-          ? [`longer than ${MAX_LIVE_VALUE_CHARS}`]
-          : parseReasonsJson(reasons).problems;
+      const p = parseReasonsJson(reasons).problems; // refuses an over-long value before parsing it
       if (p.length > 0) this.#report(KEY_UPGRADE_REASON, reasons, p.join('; '));
     }
     const cfg = data[KEY_DEVICE_INFO];
@@ -639,20 +652,21 @@ export class DeviceInfoPublisher {
   }
 
   #report(key: string, value: string, why: string): void {
-    const id = `${key}\u0000${value}`;
+    // Remembered by a digest: the values may be up to 1 MiB each.
+    const id = createHash('sha256').update(key).update('\u0000').update(value).digest('hex');
     if (this.#reported.has(id)) return;
     if (this.#reported.size >= MAX_REPORTED) this.#reported.clear();
     this.#reported.add(id);
     this.#rejectedInputs++;
-    this.#log.warn({ configMap: this.#name, key, value: value.slice(0, 200), why }, 'hand-edited value not used');
+    const shown = value.length > LOGGED_VALUE_CHARS ? `${value.slice(0, LOGGED_VALUE_CHARS)}…` : value;
+    this.#log.warn(
+      { configMap: this.#name, key, value: shown, chars: value.length, why: boundedText(why, LOGGED_WHY_BYTES) },
+      'hand-edited value not used',
+    );
     this.#o.events?.record(
       rejectedInputEvent('DeviceInfoEditRejected', `${DEVICE_INFO_NAMESPACE}/${this.#name}`, key, value, why),
     );
   }
-}
-
-function limited(v: string | undefined): string {
-  return v === undefined || v.length > MAX_LIVE_VALUE_CHARS ? '' : v;
 }
 
 /** Who edited the object last, as far as `managedFields` tells; else the documented assumption. */
@@ -711,10 +725,11 @@ export async function readStartupValues(
       namespace: DEVICE_INFO_NAMESPACE,
     });
     const data = cm.data ?? {};
+    // As read: the readers refuse an over-long value themselves (a value cut or emptied here would release chips).
     return {
       found: true,
-      manuallySeparateNPU: limited(data[KEY_MANUALLY_SEPARATE]),
-      upgradeFaultReason: limited(data[KEY_UPGRADE_REASON]),
+      manuallySeparateNPU: data[KEY_MANUALLY_SEPARATE] ?? '',
+      upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
     };
   } catch (e) {
     if (statusOf(e) === 404) return { found: false, manuallySeparateNPU: '', upgradeFaultReason: '' };
