@@ -359,6 +359,17 @@ describe('H.4 own writes recognised in either watch order (issue 12 item 1)', ()
       expect([writes(), h.publisher.stats.foreignEdits]).toEqual([1, 0]);
     });
 
+    test(`H.4 an idle publisher writes only the 5-minute heartbeat in 10 min when the API server delivers the ${order}`, async () => {
+      api.setWatchOrder(order);
+      await started();
+      for (let i = 0; i < 20; i++) {
+        await new Promise((r) => setTimeout(r, 20)); // the watch events of the last write arrive
+        await h.advance(30_000);
+      }
+      await idle(1);
+      expect([writes(), h.publisher.stats.foreignEdits]).toEqual([3, 0]);
+    });
+
     test(`G.2 an operator deletion landing just after our write is seen when the API server delivers the ${order}`, async () => {
       api.setWatchOrder(order);
       // The operator's edit is committed 10 ms after the agent's write that carries Ascend910-3, before (watch-first)
