@@ -132,17 +132,21 @@ export const MAX_EVENT_MESSAGE_BYTES = 1024;
 const SHOWN_VALUE_CHARS = 120;
 
 /**
- * `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, the cut marked with the full length. Looks
- * at no more of `text` than it keeps (plus one length check), so a 1 MiB text costs next to nothing.
+ * `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, the cut marked with the full length. With
+ * `asJson`, the bytes counted are those of the text inside a JSON string (escapes included: what a JSON log line
+ * holds). Looks at no more of `text` than it keeps (plus one length check), so a 1 MiB text costs next to nothing.
  */
-export function boundedText(text: string, maxBytes: number): string {
-  if (text.length * 3 <= maxBytes || Buffer.byteLength(text, 'utf8') <= maxBytes) return text;
+export function boundedText(text: string, maxBytes: number, asJson = false): string {
+  const cost = asJson
+    ? (t: string): number => Buffer.byteLength(JSON.stringify(t), 'utf8') - 2
+    : (t: string): number => Buffer.byteLength(t, 'utf8');
+  if (text.length * (asJson ? 6 : 3) <= maxBytes || cost(text) <= maxBytes) return text;
   const tail = `…(${text.length} chars)`;
-  const budget = maxBytes - Buffer.byteLength(tail, 'utf8');
+  const budget = maxBytes - cost(tail);
   let bytes = 0;
   let end = 0;
   for (const ch of text) {
-    const b = Buffer.byteLength(ch, 'utf8');
+    const b = cost(ch);
     if (bytes + b > budget) break;
     bytes += b;
     end += ch.length;

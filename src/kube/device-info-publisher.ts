@@ -56,9 +56,10 @@ import {
 export const AGENT_FIELD_MANAGER = 'ascend-npu-agent';
 /** Largest ConfigMap value read back (the API server's own limit is 1 MiB for the whole object). */
 export const MAX_LIVE_VALUE_CHARS = MAX_OPERATOR_VALUE_CHARS;
-/** Characters of a refused value, and bytes of the reasons, in its log line (the line stays under 2 KiB). */
+/** Characters and JSON bytes of a refused value, and JSON bytes of the reasons, in its log line (under 1.5 KiB). */
 const LOGGED_VALUE_CHARS = 200;
-const LOGGED_WHY_BYTES = 768;
+const LOGGED_VALUE_BYTES = 400;
+const LOGGED_WHY_BYTES = 640;
 
 /** A chip as the separation logic needs it. */
 export interface SeparationChip {
@@ -658,9 +659,9 @@ export class DeviceInfoPublisher {
     if (this.#reported.size >= MAX_REPORTED) this.#reported.clear();
     this.#reported.add(id);
     this.#rejectedInputs++;
-    const shown = value.length > LOGGED_VALUE_CHARS ? `${value.slice(0, LOGGED_VALUE_CHARS)}…` : value;
+    const shown = boundedText(value.slice(0, LOGGED_VALUE_CHARS), LOGGED_VALUE_BYTES, true);
     this.#log.warn(
-      { configMap: this.#name, key, value: shown, chars: value.length, why: boundedText(why, LOGGED_WHY_BYTES) },
+      { configMap: this.#name, key, value: shown, chars: value.length, why: boundedText(why, LOGGED_WHY_BYTES, true) },
       'hand-edited value not used',
     );
     this.#o.events?.record(

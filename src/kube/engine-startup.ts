@@ -25,8 +25,12 @@ import {
   type RunMode,
   type Transition,
 } from '../faults/index.js';
+import { boundedText } from './agent-events.js';
 import type { StartupValues } from './device-info-publisher.js';
 import type { PersistedState } from './engine-state-persistence.js';
+
+/** JSON bytes of the rejection problem (one log line of the agent each). */
+const MAX_PROBLEM_BYTES = 1024;
 
 /** What the start-up did. */
 export interface RestoreResult {
@@ -52,8 +56,12 @@ export function restoreEngine(
   const rejected = check.ok
     ? []
     : [
-        `ManuallySeparateNPU ${quoted(live.manuallySeparateNPU)} of the live ConfigMap not used (nothing released, ` +
-          `nothing adopted): ${check.problems.join('; ')}`,
+        boundedText(
+          `ManuallySeparateNPU ${quoted(live.manuallySeparateNPU)} of the live ConfigMap not used (nothing released, ` +
+            `nothing adopted): ${check.problems.join('; ')}`,
+          MAX_PROBLEM_BYTES,
+          true,
+        ),
       ];
   const fromConfigMap = (problems: string[]): RestoreResult => {
     // Rejected: the separations the live UpgradeFaultReason records (G.3 would drop their reasons as unlisted).

@@ -17,6 +17,11 @@ describe('bounded Event messages', () => {
     expect([Buffer.byteLength(t) <= 101, t.includes('\uFFFD'), /^(é😀)+é?…/u.test(t)]).toEqual([true, false, true]);
   });
 
+  test('asJson counts the bytes of the text inside a JSON string (escapes included)', () => {
+    const t = boundedText('\u0001"\\'.repeat(10_000), 300, true);
+    expect([Buffer.byteLength(JSON.stringify(t)) - 2 <= 300, t.endsWith('…(30000 chars)')]).toEqual([true, true]);
+  });
+
   test('the rejection Event of a 1 MiB value with 1 MB of reasons stays within 1 KiB', () => {
     const e = rejectedInputEvent(
       'DeviceInfoEditRejected',

@@ -210,6 +210,16 @@ describe('G.2/G.3 bad input typed while the agent was down releases nothing (iss
     ).toHaveLength(1);
   });
 
+  test('G.2 the start-up problem of a 1 MiB rejected value is one log line of at most 1 KiB of JSON text', async () => {
+    const first = await separatedLife();
+    await first.operatorSets('ManuallySeparateNPU', '\u0001,'.repeat(400_000));
+    const h = new KubeHarness(api, { engine: newEngine() });
+    const persisted = new EngineStatePersistence({ dir, nodeName: NODE }).load();
+    const live = await readStartupValues(h.core, NODE);
+    const r = restoreEngine(h.engine, { persisted, live: live!, now: h.clock.now(), runMode: 'Ascend910' });
+    expect(r.problems.map((p) => Buffer.byteLength(JSON.stringify(p)) <= 1026)).toEqual([true]);
+  });
+
   test('G.2 a release typed cleanly after rejected garbage still releases the chip', async () => {
     const first = await separatedLife();
     await first.operatorSets('ManuallySeparateNPU', 'garbage');
