@@ -257,7 +257,12 @@ export class GoDecoder {
     for (const [key, node] of n.entries) {
       const name = names.find((f) => f === key) ?? names.find((f) => f.toLowerCase() === key.toLowerCase());
       if (name === undefined) unknown.push(key);
-      else byField.set(name, [...(byField.get(name) ?? []), { key, node }]);
+      else {
+        // appended in place: copying the list per duplicate would be quadratic in a hostile document
+        const list = byField.get(name);
+        if (list === undefined) byField.set(name, [{ key, node }]);
+        else list.push({ key, node });
+      }
     }
     return new ObjectFields(byField, unknown);
   }

@@ -123,13 +123,49 @@ export function transitionEvents(
   return out;
 }
 
-/** An Event for input the agent refused (a hand-edited ConfigMap key, a bad fault configuration). */
+/**
+ * Largest Event message we create (UTF-8 bytes): the `note` limit of `events.k8s.io/v1` (1 KiB), which is also far
+ * below anything the core API refuses, so no Event is lost to its size.
+ */
+export const MAX_EVENT_MESSAGE_BYTES = 1024;
+/** Characters of a refused value quoted in its Event. */
+const SHOWN_VALUE_CHARS = 120;
+
+/**
+ * `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, the cut marked with the full length. With
+ * `asJson`, the bytes counted are those of the text inside a JSON string (escapes included: what a JSON log line
+ * holds). Looks at no more of `text` than it keeps (plus one length check), so a 1 MiB text costs next to nothing.
+ */
+export function boundedText(text: string, maxBytes: number, asJson = false): string {
+  const cost = asJson
+    ? (t: string): number => Buffer.byteLength(JSON.stringify(t), 'utf8') - 2
+    : (t: string): number => Buffer.byteLength(t, 'utf8');
+  if (text.length * (asJson ? 6 : 3) <= maxBytes || cost(text) <= maxBytes) return text;
+  const tail = `…(${text.length} chars)`;
+  const budget = maxBytes - cost(tail);
+  let bytes = 0;
+  let end = 0;
+  for (const ch of text) {
+    const b = cost(ch);
+    if (bytes + b > budget) break;
+    bytes += b;
+    end += ch.length;
+  }
+  return text.slice(0, end) + tail;
+}
+
+/**
+ * An Event for input the agent refused (a hand-edited ConfigMap key, a bad fault configuration): the value is
+ * quoted up to {@link SHOWN_VALUE_CHARS} characters and the whole message kept within
+ * {@link MAX_EVENT_MESSAGE_BYTES}, whatever the size of the value and of the reasons.
+ */
 export function rejectedInputEvent(reason: string, what: string, key: string, value: string, why: string): AgentEvent {
-  const shown = value.length > 200 ? `${value.slice(0, 200)}…(${value.length} chars)` : value;
+  const shown =
+    value.length > SHOWN_VALUE_CHARS ? `${value.slice(0, SHOWN_VALUE_CHARS)}…(${value.length} chars)` : value;
   return {
     type: 'Warning',
     reason,
-    message: `${what}: key ${key} = ${JSON.stringify(shown)} not used: ${why}`,
+    message: boundedText(`${what}: key ${key} = ${JSON.stringify(shown)} not used: ${why}`, MAX_EVENT_MESSAGE_BYTES),
     brief: `${reason} ${key}`,
   };
 }

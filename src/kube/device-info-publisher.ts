@@ -6,9 +6,12 @@
  * makes an operator's edit take effect within the 1 s spacing instead of at the next cycle, and hand-edited garbage
  * is reported once and overwritten with a valid ConfigMap.
  */
+import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import {
+  checkManualValue,
   deviceName,
+  MAX_OPERATOR_VALUE_CHARS,
   parseManualNames,
   parseReasonsJson,
   type FaultEngine,
@@ -17,7 +20,7 @@ import {
   type UpgradeReason,
 } from '../faults/index.js';
 import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
+import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
 import {
   buildDeviceInfo,
   deviceInfoConfigMap,
@@ -52,7 +55,11 @@ import {
 /** Field manager of our writes; other managers in `managedFields` name who edited the object. */
 export const AGENT_FIELD_MANAGER = 'ascend-npu-agent';
 /** Largest ConfigMap value read back (the API server's own limit is 1 MiB for the whole object). */
-export const MAX_LIVE_VALUE_CHARS = 1024 * 1024;
+export const MAX_LIVE_VALUE_CHARS = MAX_OPERATOR_VALUE_CHARS;
+/** Characters and JSON bytes of a refused value, and JSON bytes of the reasons, in its log line (under 1.5 KiB). */
+const LOGGED_VALUE_CHARS = 200;
+const LOGGED_VALUE_BYTES = 400;
+const LOGGED_WHY_BYTES = 640;
 
 /** A chip as the separation logic needs it. */
 export interface SeparationChip {
@@ -157,6 +164,8 @@ export interface PublisherStats extends WriteQueueStats {
 
 const MAX_REPORTED = 64;
 const OWN_RVS = 16;
+/** Contents of writes sent since the last success (in flight, or failed: the server may have committed them). */
+const SENT_CONTENTS = 8;
 
 /** Publishes the device-info ConfigMap. */
 export class DeviceInfoPublisher {
@@ -171,6 +180,12 @@ export class DeviceInfoPublisher {
   /** Phy ids whose names are in the live ConfigMap by our last successful write (or the start-up read). */
   #confirmed: Set<number> | undefined;
   readonly #ownRvs: string[] = [];
+  /** Fingerprint ({@link contentFingerprint}) of the content of the last successful write. */
+  #writtenContent: string | undefined;
+  /** Fingerprints of the contents sent since the last successful write. */
+  #sentContents: string[] = [];
+  /** Write attempts begun: before the first one, what the watch sees is reconciled by it anyway. */
+  #attempts = 0;
   readonly #reported = new Set<string>();
   #pendingRemoved = new Map<string, UpgradeReason[]>();
   #force = false;
@@ -340,13 +355,38 @@ export class DeviceInfoPublisher {
     if (ids.length > 0) this.#o.separation.markWritten?.(ids);
   }
 
+  /**
+   * Whether the object the watch shows is one of our writes: by its resourceVersion when the write's response has
+   * told it, else by its content. The watch event of a write may arrive before the write's response (a real API
+   * server orders the two connections in no way), so an object whose content equals what we wrote last or are
+   * writing is ours whatever its resourceVersion; its resourceVersion is then remembered as ours. An operator's edit
+   * changes the content (a deleted name, a changed key, label or annotation) and is never taken for ours; one that
+   * restores exactly our content leaves nothing to reconcile.
+   */
   #isOwn(cm: k8s.V1ConfigMap): boolean {
     const rv = cm.metadata?.resourceVersion;
-    return rv !== undefined && this.#ownRvs.includes(rv);
+    if (rv !== undefined && this.#ownRvs.includes(rv)) return true;
+    if (this.#writtenContent === undefined && this.#sentContents.length === 0) return false;
+    const fp = contentFingerprint(cm);
+    if (fp !== this.#writtenContent && !this.#sentContents.includes(fp)) return false;
+    if (rv !== undefined) this.#ownRv(rv);
+    return true;
+  }
+
+  #ownRv(rv: string): void {
+    if (this.#ownRvs.includes(rv)) return;
+    this.#ownRvs.push(rv);
+    if (this.#ownRvs.length > OWN_RVS) this.#ownRvs.shift();
   }
 
   #foreign(what: 'absent' | 'deleted' | 'changed'): void {
     if (this.#stopped) return;
+    if (this.#attempts === 0) {
+      // Nothing sent yet: the first write is due and its attempt reads the object first (G.2) — not an edit to
+      // report (at a restart the object holds the previous process's write, at the first start it is absent).
+      this.changed();
+      return;
+    }
     this.#foreignEdits++;
     this.#log.info({ configMap: this.#name, what }, 'device-info ConfigMap edited by someone else; reconciling');
     this.#force = true;
@@ -443,6 +483,7 @@ export class DeviceInfoPublisher {
   async #attempt(how: 'update' | 'create'): Promise<void> {
     this.#writing = true;
     this.#queued = false;
+    this.#attempts++;
     try {
       const ns = DEVICE_INFO_NAMESPACE;
       let rv: string | undefined;
@@ -466,6 +507,9 @@ export class DeviceInfoPublisher {
       const content = this.#content(now);
       const body = deviceInfoConfigMap(this.#o.nodeName, content);
       if (rv !== undefined) body.metadata.resourceVersion = rv;
+      const fp = contentFingerprint(body);
+      this.#sentContents.push(fp);
+      if (this.#sentContents.length > SENT_CONTENTS) this.#sentContents.shift();
       const written =
         how === 'update'
           ? await this.#o.api.replaceNamespacedConfigMap({
@@ -475,7 +519,13 @@ export class DeviceInfoPublisher {
               fieldManager: AGENT_FIELD_MANAGER,
             })
           : await this.#o.api.createNamespacedConfigMap({ namespace: ns, body, fieldManager: AGENT_FIELD_MANAGER });
-      this.#written(content, written, now, mark);
+      this.#written(content, written, now, mark, fp);
+    } catch (e) {
+      // The queue tries again at once: CREATE after a 404, a fresh attempt after a 409. Until then a decision must
+      // wait for it (a submission now would be written right after it, inside the 1 s spacing, H.4).
+      const status = statusOf(e);
+      if ((status === 404 && how === 'update') || status === 409) this.#queued = true;
+      throw e;
     } finally {
       this.#writing = false;
       if (this.#dirty) {
@@ -489,17 +539,37 @@ export class DeviceInfoPublisher {
     const data = live?.data ?? {};
     const values: StartupValues = {
       found: live !== undefined,
-      manuallySeparateNPU: limited(data[KEY_MANUALLY_SEPARATE]),
-      upgradeFaultReason: limited(data[KEY_UPGRADE_REASON]),
+      manuallySeparateNPU: data[KEY_MANUALLY_SEPARATE] ?? '',
+      upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
     };
     this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
     this.#o.lateStartup?.(values);
-    this.#confirm(this.#phys(values.manuallySeparateNPU));
+    const check = checkManualValue(values.manuallySeparateNPU, this.#o.runMode, this.#phyIdsOnNode());
+    if (check.ok) this.#confirm(new Set(check.phyIds));
+    else {
+      // A value the rule rejects (restoreEngine kept the separations): they count as the live ones, so a release
+      // typed over the garbage later is still seen (this attempt's reconcile rejects the same value).
+      const separated = new Set(this.#o.separation.separated());
+      this.#confirm(
+        new Set(
+          this.#o.separation
+            .chips()
+            .filter((c) => separated.has(c.logicId))
+            .map((c) => c.phyId),
+        ),
+      );
+    }
     this.#o.separation.runCycle();
   }
 
-  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number): void {
+  #phyIdsOnNode(): Set<number> {
+    return new Set(this.#o.separation.chips().map((c) => c.phyId));
+  }
+
+  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number, fp: string): void {
     this.#clean = mark; // changes after the build are decided again below
+    this.#writtenContent = fp;
+    this.#sentContents = [];
     this.#last = {
       deviceList: content.deviceList,
       manuallySeparate: content.data[KEY_MANUALLY_SEPARATE] ?? '',
@@ -513,10 +583,7 @@ export class DeviceInfoPublisher {
     const names = new Set(value === '' ? [] : value.split(','));
     this.#confirm(new Set(this.#o.separation.chips().flatMap((c) => (names.has(c.name) ? [c.phyId] : []))));
     const rv = live.metadata?.resourceVersion;
-    if (rv !== undefined) {
-      this.#ownRvs.push(rv);
-      if (this.#ownRvs.length > OWN_RVS) this.#ownRvs.shift();
-    }
+    if (rv !== undefined) this.#ownRv(rv);
     if (this.#pendingRemoved.size > 0) {
       this.#o.events?.record(releaseUpgradeFaultEvent(this.#pendingRemoved, now)); // spec K.2
       this.#pendingRemoved = new Map();
@@ -534,20 +601,13 @@ export class DeviceInfoPublisher {
     const value = data[KEY_MANUALLY_SEPARATE] ?? '';
     const chips = this.#o.separation.chips();
     const byPhy = new Map(chips.map((c) => [c.phyId, c]));
-    const problems: string[] = [];
-    let phyIds: number[] = [];
-    if (value.length > MAX_LIVE_VALUE_CHARS) {
-      problems.push(`longer than ${MAX_LIVE_VALUE_CHARS} characters`);
-    } else {
-      const parsed = parseManualNames(value, this.#o.runMode);
-      problems.push(...parsed.problems);
-      phyIds = parsed.phyIds;
-      for (const p of phyIds) if (!byPhy.has(p)) problems.push(`phy id ${p} is not on this node`);
-    }
-    if (problems.length > 0) {
+    // The one rule for operator values (shared with restoreEngine at start): all clean, or not used at all.
+    const check = checkManualValue(value, this.#o.runMode, new Set(byPhy.keys()));
+    if (!check.ok) {
       // Garbage is never adopted and never taken as a release: our state stays and is written over it.
-      this.#report('ManuallySeparateNPU', value, problems.join('; '));
+      this.#report(KEY_MANUALLY_SEPARATE, value, `${check.problems.join('; ')}; nothing released`);
     } else {
+      const phyIds = check.phyIds;
       const listed = new Set(phyIds);
       const separated = new Set(this.#o.separation.separated());
       const confirmed = this.#confirmed ?? new Set<number>();
@@ -557,7 +617,7 @@ export class DeviceInfoPublisher {
           released.push({ chip, transitions: this.#o.separation.release(chip.logicId) });
         }
       }
-      const added = phyIds.filter((p) => !separated.has(byPhy.get(p)!.logicId));
+      const added = [...listed].filter((p) => !separated.has(byPhy.get(p)!.logicId));
       if (added.length > 0) {
         // spec G.2: names not in the cache are not adopted; they disappear with this write.
         const names = added.map((p) => byPhy.get(p)!.name).join(',');
@@ -583,10 +643,7 @@ export class DeviceInfoPublisher {
     }
     const reasons = data[KEY_UPGRADE_REASON];
     if (reasons !== undefined && reasons !== this.#last?.upgradeReasons) {
-      const p =
-        reasons.length > MAX_LIVE_VALUE_CHARS
-          ? [`longer than ${MAX_LIVE_VALUE_CHARS}`]
-          : parseReasonsJson(reasons).problems;
+      const p = parseReasonsJson(reasons).problems; // refuses an over-long value before parsing it
       if (p.length > 0) this.#report(KEY_UPGRADE_REASON, reasons, p.join('; '));
     }
     const cfg = data[KEY_DEVICE_INFO];
@@ -596,20 +653,21 @@ export class DeviceInfoPublisher {
   }
 
   #report(key: string, value: string, why: string): void {
-    const id = `${key}\u0000${value}`;
+    // Remembered by a digest: the values may be up to 1 MiB each.
+    const id = createHash('sha256').update(key).update('\u0000').update(value).digest('hex');
     if (this.#reported.has(id)) return;
     if (this.#reported.size >= MAX_REPORTED) this.#reported.clear();
     this.#reported.add(id);
     this.#rejectedInputs++;
-    this.#log.warn({ configMap: this.#name, key, value: value.slice(0, 200), why }, 'hand-edited value not used');
+    const shown = boundedText(value.slice(0, LOGGED_VALUE_CHARS), LOGGED_VALUE_BYTES, true);
+    this.#log.warn(
+      { configMap: this.#name, key, value: shown, chars: value.length, why: boundedText(why, LOGGED_WHY_BYTES, true) },
+      'hand-edited value not used',
+    );
     this.#o.events?.record(
       rejectedInputEvent('DeviceInfoEditRejected', `${DEVICE_INFO_NAMESPACE}/${this.#name}`, key, value, why),
     );
   }
-}
-
-function limited(v: string | undefined): string {
-  return v === undefined || v.length > MAX_LIVE_VALUE_CHARS ? '' : v;
 }
 
 /** Who edited the object last, as far as `managedFields` tells; else the documented assumption. */
@@ -623,6 +681,25 @@ function editorOf(cm: k8s.V1ConfigMap): string {
   others.sort((a, b) => at(a) - at(b));
   const m = others.at(-1)?.manager;
   return m !== undefined ? `field manager "${m}"` : 'an operator (a client other than this agent)';
+}
+
+/**
+ * What identifies the content of a ConfigMap for "is this our write" (sha-256 of `data`, `binaryData`, labels,
+ * annotations and `immutable`, keys sorted): everything a write of ours sets and an operator's edit can change,
+ * nothing the API server adds (resourceVersion, managedFields, timestamps).
+ */
+export function contentFingerprint(
+  cm: Pick<k8s.V1ConfigMap, 'data' | 'binaryData' | 'immutable' | 'metadata'>,
+): string {
+  const sorted = (m: Readonly<Record<string, string>> | undefined): [string, string][] =>
+    Object.entries(m ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const h = createHash('sha256');
+  for (const part of [cm.data, cm.binaryData, cm.metadata?.labels, cm.metadata?.annotations]) {
+    h.update(JSON.stringify(sorted(part)));
+    h.update('\n');
+  }
+  h.update(String(cm.immutable ?? false));
+  return h.digest('hex');
 }
 
 function snapshotOf(c: DeviceInfoContent): Omit<WrittenSnapshot, 'writtenAtMs'> {
@@ -649,10 +726,11 @@ export async function readStartupValues(
       namespace: DEVICE_INFO_NAMESPACE,
     });
     const data = cm.data ?? {};
+    // As read: the readers refuse an over-long value themselves (a value cut or emptied here would release chips).
     return {
       found: true,
-      manuallySeparateNPU: limited(data[KEY_MANUALLY_SEPARATE]),
-      upgradeFaultReason: limited(data[KEY_UPGRADE_REASON]),
+      manuallySeparateNPU: data[KEY_MANUALLY_SEPARATE] ?? '',
+      upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
     };
   } catch (e) {
     if (statusOf(e) === 404) return { found: false, manuallySeparateNPU: '', upgradeFaultReason: '' };

@@ -1,28 +1,42 @@
 /**
  * Start-up of the engine's Kubernetes-facing state: from the state file when there is a usable one (frequency
  * histories, duration timers, reasons and separations survive the restart), else upstream's G.3 load from the
- * live device-info ConfigMap. Either way the live `ManuallySeparateNPU` has the last word on separations: a name
- * deleted while the agent was down releases the chip, and a name added while it was down is adopted with an
+ * live device-info ConfigMap. Either way a clean live `ManuallySeparateNPU` has the last word on separations: a
+ * name deleted while the agent was down releases the chip, and a name added while it was down is adopted with an
  * autofill reason (G.3 step 2) — exactly what upstream does at start.
+ *
+ * A value that is not clean (an entry that is not `<runMode>-<phy id>` of a chip of this node, or over-long) is
+ * rejected as a whole by the same rule as while the agent runs ({@link checkManualValue}, docs/device-info.md):
+ * it releases nothing and adopts nothing, the separations of the state file (without one: of the live
+ * `UpgradeFaultReason`) stay, and the publisher's first write reports the value and writes them over it.
  */
 import {
   AUTOFILL_CODE,
+  checkManualValue,
+  deviceName,
   importEngineState,
   MANUAL_LOGIC_ID_MAX,
   parseManualNames,
+  parseReasonsJson,
+  quoted,
   RELEASE_NEVER,
   type EngineStateJson,
   type FaultEngine,
   type RunMode,
   type Transition,
 } from '../faults/index.js';
+import { boundedText } from './agent-events.js';
 import type { StartupValues } from './device-info-publisher.js';
 import type { PersistedState } from './engine-state-persistence.js';
+
+/** JSON bytes of the rejection problem (one log line of the agent each). */
+const MAX_PROBLEM_BYTES = 1024;
 
 /** What the start-up did. */
 export interface RestoreResult {
   readonly source: 'state-file' | 'configmap';
   readonly transitions: Transition[];
+  /** Bounded: each value's problems are cut to a few (see `MAX_KEPT_PROBLEMS`). */
   readonly problems: string[];
   /** Logic ids released because their name was deleted from the ConfigMap while the agent was down. */
   readonly releasedWhileDown: number[];
@@ -38,27 +52,36 @@ export function restoreEngine(
   input: { persisted: PersistedState | undefined; live: StartupValues; now: number; runMode: RunMode },
 ): RestoreResult {
   const { live, now, runMode } = input;
+  const check = checkManualValue(live.manuallySeparateNPU, runMode, new Set(engine.snapshot().map((v) => v.phyId)));
+  const rejected = check.ok
+    ? []
+    : [
+        boundedText(
+          `ManuallySeparateNPU ${quoted(live.manuallySeparateNPU)} of the live ConfigMap not used (nothing released, ` +
+            `nothing adopted): ${check.problems.join('; ')}`,
+          MAX_PROBLEM_BYTES,
+          true,
+        ),
+      ];
   const fromConfigMap = (problems: string[]): RestoreResult => {
-    const r = engine.loadStartup({
-      manuallySeparateNPU: live.manuallySeparateNPU,
-      upgradeFaultReason: live.upgradeFaultReason,
-      now,
-    });
+    // Rejected: the separations the live UpgradeFaultReason records (G.3 would drop their reasons as unlisted).
+    const manual = check.ok ? live.manuallySeparateNPU : separatedByReasons(live.upgradeFaultReason, runMode);
+    const r = engine.loadStartup({ manuallySeparateNPU: manual, upgradeFaultReason: live.upgradeFaultReason, now });
     return {
       source: 'configmap',
       transitions: r.transitions,
-      problems: [...problems, ...r.problems],
+      problems: [...problems, ...rejected, ...r.problems],
       releasedWhileDown: [],
-      confirmedManual: live.manuallySeparateNPU,
+      confirmedManual: manual,
       resync: r.resync,
     };
   };
   if (input.persisted === undefined) return fromConfigMap([]);
-  const liveNames = parseManualNames(live.manuallySeparateNPU, runMode);
-  const livePhys = new Set(liveNames.phyIds);
-  const confirmed = new Set(parseManualNames(input.persisted.confirmedManual ?? '', runMode).phyIds);
+  const persistedConfirmed = input.persisted.confirmedManual ?? '';
+  const confirmed = new Set(parseManualNames(persistedConfirmed, runMode).phyIds);
   const doc: EngineStateJson = structuredClone(input.persisted.engine);
   // G.3 for names added while the agent was down: adopt with an autofill reason (and arm the autofill timer).
+  const livePhys = new Set(check.ok ? check.phyIds : []);
   let autofilled = false;
   if (Array.isArray(doc.chips)) {
     for (const chip of doc.chips) {
@@ -80,25 +103,43 @@ export function restoreEngine(
   }
   const imported = importEngineState(engine, doc);
   if (!imported.ok) return fromConfigMap([`engine state file not used: ${imported.error}`]);
-  const problems = [...imported.problems, ...liveNames.problems];
+  const problems = [...imported.problems, ...rejected];
   const transitions: Transition[] = [];
   const releasedWhileDown: number[] = [];
-  const views = new Map(engine.snapshot().map((v) => [v.logicId, v.phyId]));
-  for (const logicId of engine.manuallySeparated()) {
-    const phy = views.get(logicId);
-    if (phy !== undefined && confirmed.has(phy) && !livePhys.has(phy)) {
-      transitions.push(...engine.release(logicId));
-      releasedWhileDown.push(logicId);
+  if (check.ok) {
+    // G.2 while down: a name of our last write that the clean live value no longer lists.
+    const views = new Map(engine.snapshot().map((v) => [v.logicId, v.phyId]));
+    for (const logicId of engine.manuallySeparated()) {
+      const phy = views.get(logicId);
+      if (phy !== undefined && confirmed.has(phy) && !livePhys.has(phy)) {
+        for (const t of engine.release(logicId)) transitions.push(t);
+        releasedWhileDown.push(logicId);
+      }
     }
   }
   const cycle = engine.cycle({ now });
-  transitions.push(...cycle.transitions);
+  for (const t of cycle.transitions) transitions.push(t);
   return {
     source: 'state-file',
     transitions,
     problems,
     releasedWhileDown,
-    confirmedManual: live.manuallySeparateNPU,
+    // Rejected: the value of our last write stays the one a later clean edit is compared with.
+    confirmedManual: check.ok ? live.manuallySeparateNPU : persistedConfirmed,
     resync: engine.snapshot().map((v) => v.logicId),
   };
+}
+
+/**
+ * `ManuallySeparateNPU` as the `UpgradeFaultReason` value implies it: the chips with a reason of level
+ * ManuallySeparateNPU (every chip the agent separated has one, G.4). "" when the value does not parse.
+ */
+function separatedByReasons(upgradeFaultReason: string, runMode: RunMode): string {
+  const { reasons } = parseReasonsJson(upgradeFaultReason);
+  const phys: number[] = [];
+  for (const [phy, list] of reasons) if (list.some((r) => r.fault_level === 'ManuallySeparateNPU')) phys.push(phy);
+  return phys
+    .sort((a, b) => a - b)
+    .map((p) => deviceName(runMode, p))
+    .join(',');
 }

@@ -12,6 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WriteOrdering, type WatchOrder } from './kube-api-order.js';
 import { PATCH_TYPES } from './kube-api-patch.js';
 import { KubeStore, matches, type Change, type Preconditions } from './kube-api-store.js';
 import {
@@ -30,6 +31,7 @@ import {
 export * from './kube-api-types.js';
 export { PATCH_TYPES } from './kube-api-patch.js';
 export type { Change, ChangeType } from './kube-api-store.js';
+export { DEFAULT_WATCH_ORDER_DELAY_MS, type WatchOrder } from './kube-api-order.js';
 
 /** Request body limit of the real API server (3 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -60,6 +62,13 @@ export interface KubeApiStandInOptions {
    * their namespace to exist; kubectl only looks a namespace up to explain a NotFound.
    */
   readonly namespaces?: readonly string[];
+  /**
+   * Order of a write's response and the watch events of its change (default `as-is`); a real API server may
+   * deliver either first. Changed at run time by {@link KubeApiStandIn.setWatchOrder}.
+   */
+  readonly watchOrder?: WatchOrder;
+  /** Gap between the two of {@link watchOrder} (default {@link DEFAULT_WATCH_ORDER_DELAY_MS}). */
+  readonly watchOrderDelayMs?: number;
 }
 
 /** Namespaces that exist from the start. */
@@ -122,6 +131,7 @@ export class KubeApiStandIn {
   readonly #log: RequestRecord[] = [];
   readonly #writes = new Map<string, number>();
   readonly #watches = new Set<http.ServerResponse>();
+  readonly #ordering: WriteOrdering;
   #seq = 0;
   #unavailableUntil = 0;
   #unavailable = false;
@@ -129,6 +139,7 @@ export class KubeApiStandIn {
 
   private constructor(options: KubeApiStandInOptions) {
     this.#options = options;
+    this.#ordering = new WriteOrdering(options.watchOrder, options.watchOrderDelayMs);
     this.store = new KubeStore({ historyLimit: options.historyLimit, now: options.now });
     for (const t of [...(options.resources ?? DEFAULT_RESOURCES), ...(options.extraResources ?? [])]) {
       this.#types.set(typeKey(t.group, t.version, t.plural), t);
@@ -163,6 +174,7 @@ export class KubeApiStandIn {
 
   /** Closes watches and connections and stops listening. */
   async stop(): Promise<void> {
+    this.#ordering.close();
     for (const w of this.#watches) w.end();
     this.#watches.clear();
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
@@ -192,6 +204,14 @@ export class KubeApiStandIn {
   /** True while requests get 503. */
   get unavailable(): boolean {
     return this.#unavailable || Date.now() < this.#unavailableUntil;
+  }
+
+  /**
+   * From now on, delivers the watch events of a write before its response (`watch-first`), after it
+   * (`response-first`), or as they happen (`as-is`), `delayMs` apart.
+   */
+  setWatchOrder(order: WatchOrder, delayMs?: number): void {
+    this.#ordering.set(order, delayMs);
   }
 
   /** Logged requests matching the filter, oldest first. */
@@ -364,14 +384,14 @@ export class KubeApiStandIn {
       setVerb('create');
       const o = this.store.create(t, ns, parseJson(body) as KubeObject);
       this.#countWrite(t, o);
-      sendJson(res, 201, o);
+      this.#ordering.answer(() => sendJson(res, 201, o));
       return;
     }
     if (method === 'PUT' && name !== undefined) {
       setVerb('update');
       const o = this.store.update(t, ns, name, parseJson(body) as KubeObject, subresource);
       this.#countWrite(t, o);
-      sendJson(res, 200, o);
+      this.#ordering.answer(() => sendJson(res, 200, o));
       return;
     }
     if (method === 'PATCH' && name !== undefined) {
@@ -386,7 +406,7 @@ export class KubeApiStandIn {
       const existed = this.store.get(t, ns, name) !== undefined;
       const o = this.store.patch(t, ns, name, ct, parseJson(body), subresource);
       this.#countWrite(t, o);
-      sendJson(res, existed ? 200 : 201, o);
+      this.#ordering.answer(() => sendJson(res, existed ? 200 : 201, o));
       return;
     }
     if (method === 'DELETE' && name !== undefined) {
@@ -394,8 +414,7 @@ export class KubeApiStandIn {
       const opts = body.length > 0 ? (parseJson(body) as { preconditions?: Preconditions }) : {};
       const o = this.store.delete(t, ns, name, opts.preconditions ?? {});
       this.#countWrite(t, o);
-      if (t.deleteReturnsObject === true) sendJson(res, 200, o);
-      else sendJson(res, 200, successStatus(t, o));
+      this.#ordering.answer(() => sendJson(res, 200, t.deleteReturnsObject === true ? o : successStatus(t, o)));
       return;
     }
     if (method === 'DELETE') {
@@ -408,12 +427,13 @@ export class KubeApiStandIn {
       );
       const deleted = items.map((o) => this.store.delete(t, o.metadata?.namespace, o.metadata!.name!));
       for (const o of deleted) this.#countWrite(t, o);
-      sendJson(res, 200, {
+      const list = {
         kind: `${t.kind}List`,
         apiVersion: apiVersionOf(t),
         metadata: { resourceVersion: this.store.resourceVersion },
         items: deleted,
-      });
+      };
+      this.#ordering.answer(() => sendJson(res, 200, list));
       return;
     }
     throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
@@ -451,7 +471,7 @@ export class KubeApiStandIn {
     res.flushHeaders();
     rec.status = 200;
     const send = (type: string, object: unknown): void => {
-      res.write(JSON.stringify({ type, object }) + '\n');
+      if (!res.writableEnded && !res.destroyed) res.write(JSON.stringify({ type, object }) + '\n');
     };
     if (backlog === 'expired') {
       send(
@@ -481,7 +501,7 @@ export class KubeApiStandIn {
     } else {
       for (const c of backlog) deliver(c);
     }
-    const unsubscribe = this.store.subscribe(deliver);
+    const unsubscribe = this.store.subscribe((c) => this.#ordering.event(() => deliver(c)));
     this.#watches.add(res);
     const timeout = Number(q.get('timeoutSeconds') ?? '0');
     const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : undefined;

@@ -398,3 +398,30 @@ describe('the npuctl process', () => {
     expect(updates()).toEqual([]);
   });
 });
+
+describe('hostile values up to the 1 MiB ConfigMap limit (issue 12 item 4)', () => {
+  /** 160 000 distinct entries of 2 to 5 characters: under 1 MiB, none a device name. */
+  const distinct = Array.from({ length: 160_000 }, (_, i) => `z${i.toString(36)}`).join(',');
+
+  test('list of a node whose ManuallySeparateNPU is "x," × 200000: one row, a bounded list of problems', async () => {
+    seed('node-a', 'x,'.repeat(200_000));
+    const [n] = await listSeparation(target, 'node-a');
+    expect([n!.chips.map((c) => c.name), n!.problems.length <= 21, n!.problems.at(-1)]).toEqual([
+      ['x'],
+      true,
+      expect.stringMatching(/^… and \d+ more problems$/),
+    ]);
+  });
+
+  test('the listing of 160 000 distinct entries is rendered (no stack overflow)', async () => {
+    seed('node-a', distinct);
+    const [n] = await listSeparation(target, 'node-a');
+    expect(renderList([n!], api.url).split('\n').length).toBeGreaterThan(160_000);
+  });
+
+  test('release against a 1 MiB value not listing the chip: the message quotes at most 200 characters of it', async () => {
+    seed('node-a', distinct);
+    const e = await rejection(releaseChip(target, 'node-a', 'Ascend910-3'));
+    expect([e.message.includes('nothing written'), e.message.length < 1000]).toEqual([true, true]);
+  });
+});

@@ -328,3 +328,152 @@ describe('G.3 start-up load', () => {
     expect(await readStartupValues(h.core, NODE)).toBeUndefined();
   });
 });
+
+describe('H.4 own writes recognised in either watch order (issue 12 item 1)', () => {
+  const writes = (): number => api.writeCount({ resource: 'configmaps', name: CM });
+  /** `seconds` of fake time, one second at a time, letting watch events arrive (real time) in between. */
+  async function idle(seconds: number): Promise<void> {
+    for (let s = 0; s < seconds; s++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await h.advance(1000);
+    }
+  }
+
+  test('H.4 a change while the first write finds no ConfigMap: one CREATE and no second write within the second', async () => {
+    const changing = Object.create(h.core) as k8s.CoreV1Api;
+    changing.readNamespacedConfigMap = async (p) => {
+      h.publisher.changed(); // a cycle while the attempt runs
+      return h.core.readNamespacedConfigMap(p);
+    };
+    await started({ api: changing });
+    await new Promise((r) => setTimeout(r, 50));
+    await h.settle();
+    expect(writes()).toBe(1);
+  });
+
+  for (const order of ['watch-first', 'response-first'] as const) {
+    test(`H.4 an idle publisher writes once in 30 s when the API server delivers the ${order}`, async () => {
+      api.setWatchOrder(order);
+      await started();
+      await idle(30);
+      expect([writes(), h.publisher.stats.foreignEdits]).toEqual([1, 0]);
+    });
+
+    test(`H.4 an idle publisher writes only the 5-minute heartbeat in 10 min when the API server delivers the ${order}`, async () => {
+      api.setWatchOrder(order);
+      await started();
+      for (let i = 0; i < 20; i++) {
+        await new Promise((r) => setTimeout(r, 20)); // the watch events of the last write arrive
+        await h.advance(30_000);
+      }
+      await idle(1);
+      expect([writes(), h.publisher.stats.foreignEdits]).toEqual([3, 0]);
+    });
+
+    test(`G.2 an operator deletion landing just after our write is seen when the API server delivers the ${order}`, async () => {
+      api.setWatchOrder(order);
+      // The operator's edit is committed 10 ms after the agent's write that carries Ascend910-3, before (watch-first)
+      // or after (response-first) the agent has the write's response.
+      let raced = false;
+      const racing = Object.create(h.core) as k8s.CoreV1Api;
+      racing.replaceNamespacedConfigMap = async (p) => {
+        const pending = h.core.replaceNamespacedConfigMap(p);
+        if (!raced && p.body.data?.ManuallySeparateNPU === 'Ascend910-3') {
+          raced = true;
+          await new Promise((r) => setTimeout(r, 10));
+          await h.operatorSets('ManuallySeparateNPU', '');
+        }
+        return pending;
+      };
+      await started({ api: racing });
+      await separate(3);
+      await idle(3);
+      expect([raced, h.separated(), (await h.live()).ManuallySeparateNPU, h.publisher.stats.operatorReleases]).toEqual([
+        true,
+        [],
+        '',
+        1,
+      ]);
+    });
+  }
+});
+
+describe('bad input: operator values up to the 1 MiB ConfigMap limit (issue 12 item 4)', () => {
+  /** Log lines as pino would write them (one JSON object each). */
+  let lines: string[];
+
+  /** The harness's publisher with a logger that keeps the lines. */
+  async function logged(): Promise<void> {
+    lines = [];
+    const log = (obj: object | string, msg?: string): void => {
+      lines.push(JSON.stringify(typeof obj === 'string' ? { msg: obj } : { ...obj, msg }));
+    };
+    h.publisher = new DeviceInfoPublisher({
+      api: h.core,
+      watch: api.kubeConfig(),
+      nodeName: NODE,
+      runMode: 'Ascend910',
+      view: (now) =>
+        deviceInfoViewOf(
+          h.engine.snapshot(),
+          h.engine,
+          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
+          now,
+        ),
+      separation: engineSeparationHost(h.engine, 'Ascend910', () => h.cycle()),
+      events: h.events,
+      confirmedManual: '',
+      clock: h.clock,
+      logger: { debug: log, info: log, warn: log, error: log },
+    });
+    await h.publisher.start();
+    await h.settle();
+  }
+
+  /** An operator edit, then the forced write 1 s later. */
+  async function operatorEdit(key: string, value: string): Promise<void> {
+    const edits = h.publisher.stats.foreignEdits;
+    await h.operatorSets(key, value);
+    await until(() => h.publisher.stats.foreignEdits > edits);
+    await h.advance(1000);
+  }
+
+  const unhealthy = async (): Promise<string> =>
+    JSON.parse((await h.live()).DeviceInfoCfg!).DeviceInfo.DeviceList['huawei.com/Ascend910-Unhealthy'];
+
+  test('"x," × 200000 in ManuallySeparateNPU: writes go on, a new fault reaches the ConfigMap, nothing is released', async () => {
+    await logged();
+    await separate(3);
+    await operatorEdit('ManuallySeparateNPU', 'x,'.repeat(200_000));
+    h.cycle([{ logicId: 6, code: SEP }]);
+    await h.advance(1000);
+    expect([
+      h.publisher.stats.rejected,
+      await unhealthy(),
+      h.separated(),
+      (await h.live()).ManuallySeparateNPU,
+    ]).toEqual([0, 'Ascend910-3,Ascend910-6', [3], 'Ascend910-3']);
+  });
+
+  const HUGE: [string, string][] = [
+    ['ManuallySeparateNPU', 'x,'.repeat(520_000)],
+    ['ManuallySeparateNPU', 'Ascend910-\u00e9\u{1F600}'.repeat(60_000)],
+    ['UpgradeFaultReason', `{"Ascend910-1":[${'{"fault_level":"x","upgrade_type":"y"},'.repeat(25_000)}{}]}`],
+    ['UpgradeFaultReason', `{"${'k'.repeat(1_000_000)}":[]}`],
+    ['DeviceInfoCfg', '['.repeat(1_000_000)],
+  ];
+  for (const [key, value] of HUGE) {
+    test(`a ${value.length}-character ${key} is rejected by one Event of at most 1 KiB and one log line under 2 KiB`, async () => {
+      await logged();
+      await operatorEdit(key, value);
+      const rejected = h.events.events.filter((e) => e.reason === 'DeviceInfoEditRejected');
+      const line = lines.find((l) => l.includes('hand-edited value not used')) ?? '';
+      expect([
+        rejected.length,
+        Buffer.byteLength(rejected[0]?.message ?? '') <= 1024,
+        line.includes(key),
+        Buffer.byteLength(line) < 2048,
+      ]).toEqual([1, true, true, true]);
+    });
+  }
+});

@@ -8,7 +8,7 @@ import { restoreEngine } from '../../src/kube/engine-startup.js';
 import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { shippedPolicy } from '../faults/helpers.js';
-import { HBM, KubeHarness, NODE } from './harness.js';
+import { HBM, KubeHarness, NODE, until } from './harness.js';
 
 let api: KubeApiStandIn;
 let dir: string;
@@ -144,5 +144,109 @@ describe('state file', () => {
       runMode: 'Ascend910',
     });
     expect([r.source, engine.manuallySeparated()]).toEqual(['configmap', [1]]);
+  });
+});
+
+describe('G.2/G.3 bad input typed while the agent was down releases nothing (issue 12 item 3)', () => {
+  /** First life with chips 3 and 5 separated and written; state saved; layer stopped. */
+  async function separatedLife(): Promise<KubeHarness> {
+    const h = new KubeHarness(api);
+    h.makePublisher();
+    await h.publisher.start();
+    await h.settle();
+    for (let i = 0; i < 2; i++) {
+      h.cycle([
+        { logicId: 3, code: HBM },
+        { logicId: 5, code: HBM },
+      ]);
+      await h.advance(1000);
+    }
+    const persistence = new EngineStatePersistence({ dir, nodeName: NODE, now: () => h.clock.now() });
+    await persistence.save(persistence.capture(h.engine, h.publisher.confirmedManualSeparation()));
+    h.publisher.stop();
+    return h;
+  }
+
+  const BAD = [
+    'garbage',
+    'Ascend910-3;Ascend910-5',
+    'ascend910-3,ascend910-5',
+    'Ascend910-3,Ascend910-99',
+    'Ascend910-3,',
+    'x,'.repeat(200_000),
+  ];
+
+  for (const bad of BAD) {
+    const label = bad.length > 40 ? `"x," × 200000` : JSON.stringify(bad);
+    test(`G.2 ${label} typed while down: nothing released at start, and the separations are written over it`, async () => {
+      const first = await separatedLife();
+      await first.operatorSets('ManuallySeparateNPU', bad);
+      const { h, released } = await secondLife(first);
+      expect([released, h.separated(), (await h.live()).ManuallySeparateNPU]).toEqual([
+        [],
+        [3, 5],
+        'Ascend910-3,Ascend910-5',
+      ]);
+    });
+  }
+
+  test('G.2 the rejected value is reported by one DeviceInfoEditRejected Event at the first write', async () => {
+    const first = await separatedLife();
+    await first.operatorSets('ManuallySeparateNPU', 'Ascend910-3;Ascend910-5');
+    const { h } = await secondLife(first);
+    const rejected = h.events.events.filter((e) => e.reason === 'DeviceInfoEditRejected');
+    expect([rejected.length, rejected[0]?.message.includes('"Ascend910-3;Ascend910-5"')]).toEqual([1, true]);
+  });
+
+  test('G.2 the rejection is among the start-up problems (logged by the agent)', async () => {
+    const first = await separatedLife();
+    await first.operatorSets('ManuallySeparateNPU', 'garbage');
+    const h = new KubeHarness(api, { engine: newEngine() });
+    const persisted = new EngineStatePersistence({ dir, nodeName: NODE }).load();
+    const live = await readStartupValues(h.core, NODE);
+    const r = restoreEngine(h.engine, { persisted, live: live!, now: h.clock.now(), runMode: 'Ascend910' });
+    expect(
+      r.problems.filter((p) => p.startsWith('ManuallySeparateNPU "garbage" of the live ConfigMap not used')),
+    ).toHaveLength(1);
+  });
+
+  test('G.2 the start-up problem of a 1 MiB rejected value is one log line of at most 1 KiB of JSON text', async () => {
+    const first = await separatedLife();
+    await first.operatorSets('ManuallySeparateNPU', '\u0001,'.repeat(400_000));
+    const h = new KubeHarness(api, { engine: newEngine() });
+    const persisted = new EngineStatePersistence({ dir, nodeName: NODE }).load();
+    const live = await readStartupValues(h.core, NODE);
+    const r = restoreEngine(h.engine, { persisted, live: live!, now: h.clock.now(), runMode: 'Ascend910' });
+    expect(r.problems.map((p) => Buffer.byteLength(JSON.stringify(p)) <= 1026)).toEqual([true]);
+  });
+
+  test('G.2 a release typed cleanly after rejected garbage still releases the chip', async () => {
+    const first = await separatedLife();
+    await first.operatorSets('ManuallySeparateNPU', 'garbage');
+    const { h } = await secondLife(first);
+    const edits = h.publisher.stats.foreignEdits;
+    await h.operatorSets('ManuallySeparateNPU', 'Ascend910-3');
+    await until(() => h.publisher.stats.foreignEdits > edits);
+    await h.advance(1000);
+    expect([h.separated(), (await h.live()).ManuallySeparateNPU]).toEqual([[3], 'Ascend910-3']);
+  });
+
+  test('G.3 without a state file, garbage typed while down keeps the separations its UpgradeFaultReason records', async () => {
+    const first = await separatedLife();
+    fs.rmSync(path.join(dir, 'engine-state.json'));
+    await first.operatorSets('ManuallySeparateNPU', 'ascend910-3,ascend910-5');
+    const { h, source } = await secondLife(first);
+    expect([source, h.separated(), (await h.live()).ManuallySeparateNPU]).toEqual([
+      'configmap',
+      [3, 5],
+      'Ascend910-3,Ascend910-5',
+    ]);
+  });
+
+  test('G.2 a clean deletion typed while down still releases the chip', async () => {
+    const first = await separatedLife();
+    await first.operatorSets('ManuallySeparateNPU', 'Ascend910-5');
+    const { h, released } = await secondLife(first);
+    expect([released, h.separated()]).toEqual([[3], [5]]);
   });
 });

@@ -581,3 +581,59 @@ describe('stand-in plumbing', () => {
     ]);
   });
 });
+
+describe('stand-in watch order (issue 12 item 1: a real API server may deliver a write event before its response)', () => {
+  /** The order in which a watcher's event and the writer's response of one create reach this client. */
+  async function orderOfCreate(name: string): Promise<string[]> {
+    const order: string[] = [];
+    const w = await watchAll('/api/v1/namespaces/kube-system/configmaps', {
+      fieldSelector: `metadata.name=${name}`,
+      resourceVersion: api.store.resourceVersion,
+    });
+    const seen = w.seen.length;
+    const poll = setInterval(() => {
+      if (w.seen.length > seen && !order.includes('event')) order.push('event');
+    }, 1);
+    await core.createNamespacedConfigMap({ namespace: 'kube-system', body: cm(name, { v: '1' }) });
+    order.push('response');
+    await until(() => order.length === 2);
+    clearInterval(poll);
+    w.controller.abort();
+    return order;
+  }
+
+  test('watch-first: the event of a write reaches the watcher before the writer has the response', async () => {
+    api.setWatchOrder('watch-first');
+    expect(await orderOfCreate('a')).toEqual(['event', 'response']);
+  });
+
+  test('response-first: the writer has the response before the event reaches the watcher', async () => {
+    api.setWatchOrder('response-first');
+    expect(await orderOfCreate('a')).toEqual(['response', 'event']);
+  });
+
+  test('response-first keeps the order of the events of successive writes', async () => {
+    api.setWatchOrder('response-first', 20);
+    const w = await watchAll('/api/v1/namespaces/kube-system/configmaps', {
+      resourceVersion: api.store.resourceVersion,
+    });
+    await core.createNamespacedConfigMap({ namespace: 'kube-system', body: cm('a', { v: '1' }) });
+    await core.replaceNamespacedConfigMap({ name: 'a', namespace: 'kube-system', body: cm('a', { v: '2' }) });
+    await core.deleteNamespacedConfigMap({ name: 'a', namespace: 'kube-system' });
+    await until(() => w.seen.length >= 3);
+    w.controller.abort();
+    expect(w.seen.map((s) => `${s.type} ${s.data?.v}`)).toEqual(['ADDED 1', 'MODIFIED 2', 'DELETED 2']);
+  });
+
+  test('the order is an option of start as well', async () => {
+    await api.stop();
+    api = await KubeApiStandIn.start({ watchOrder: 'watch-first', watchOrderDelayMs: 30 });
+    kc = api.kubeConfig();
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    expect(await orderOfCreate('b')).toEqual(['event', 'response']);
+  });
+
+  test('a negative delay is refused', () => {
+    expect(() => api.setWatchOrder('watch-first', -1)).toThrow(RangeError);
+  });
+});

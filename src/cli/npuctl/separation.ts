@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
-import { parseManualNames, type RunMode } from '../../faults/index.js';
+import { parseManualNames, quoted, type RunMode } from '../../faults/index.js';
 import { MAX_LIVE_VALUE_CHARS } from '../../kube/device-info-publisher.js';
 import {
   DEVICE_INFO_NAME_PREFIX,
@@ -280,7 +280,8 @@ export function nodeSeparationOf(cm: k8s.V1ConfigMap): NodeSeparation {
   const entries = [...new Set(value.split(',').filter((e) => e !== ''))];
   const chips = entries.map((n) => ({ name: n, listedIn: keys.filter((k) => inKey.get(k)!(n)) }));
   const runMode = list !== undefined ? runModeOf(list) : undefined;
-  if (runMode !== undefined) problems.push(...parseManualNames(value, runMode).problems);
+  // bounded by the parser (a few problems, then a count); pushed one by one (no spread of a big array)
+  if (runMode !== undefined) for (const p of parseManualNames(value, runMode).problems) problems.push(p);
   return {
     node: name.slice(DEVICE_INFO_NAME_PREFIX.length),
     configMap: `${DEVICE_INFO_NAMESPACE}/${name}`,
@@ -328,7 +329,12 @@ export async function listSeparation(t: SeparationTarget, node?: string): Promis
 
 /** Text columns, left-aligned, two spaces apart. */
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  // a loop, not Math.max(...rows): a value of 200 000 names would overflow the stack as arguments
+  const widths = header.map((h, i) => {
+    let w = h.length;
+    for (const r of rows) w = Math.max(w, (r[i] ?? '').length);
+    return w;
+  });
   const line = (cells: readonly string[]): string =>
     cells
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
@@ -404,7 +410,7 @@ export async function releaseChip(
       const meanwhile = conflicts > 0 ? ' any more (changed by another writer meanwhile)' : '';
       throw new SeparationError(
         `${chip} is not separated${meanwhile} on ${node}: ${KEY_MANUALLY_SEPARATE} of ${where} is ` +
-          `${JSON.stringify(before)}; nothing written`,
+          `${quoted(before, 200)}; nothing written`,
       );
     }
     const rv = live.metadata?.resourceVersion ?? '';
