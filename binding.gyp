@@ -33,6 +33,7 @@
       "product_name": "dcmi",
       "sources": [
         "native/mock/mock_dcmi.c",
+        "native/mock/mock_fields.c",
         "native/mock/mock_json.c"
       ],
       "include_dirs": [
