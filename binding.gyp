@@ -34,7 +34,8 @@
       "sources": [
         "native/mock/mock_dcmi.c",
         "native/mock/mock_fields.c",
-        "native/mock/mock_json.c"
+        "native/mock/mock_json.c",
+        "native/mock/mock_model.c"
       ],
       "include_dirs": [
         "native/dcmi",
