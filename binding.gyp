@@ -32,6 +32,7 @@
       "product_prefix": "lib",
       "product_name": "dcmi",
       "sources": [
+        "native/mock/mock_control.c",
         "native/mock/mock_dcmi.c",
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",

@@ -6,7 +6,6 @@
 #include "mock_model.h"
 
 #include <arpa/inet.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

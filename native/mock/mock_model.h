@@ -96,17 +96,18 @@ MOCK_API extern const char *const fn_names[FN_COUNT];
 struct mock_server; /* mock_control.h */
 
 struct mock_model {
-  pthread_mutex_t life_mu;     /* serialises load and tear-down */
-  pthread_mutex_t mu;          /* guards sc (and its chips) and sub */
-  pthread_mutex_t cb_mu;       /* one user callback at a time */
-  struct scenario *sc;         /* non-NULL = loaded */
+  pthread_mutex_t life_mu; /* serialises load and tear-down */
+  pthread_mutex_t mu;      /* guards sc (and its chips) and sub */
+  pthread_mutex_t cb_mu;   /* one user callback at a time */
+  struct scenario *sc;     /* non-NULL = loaded */
   struct subscription sub;
-  unsigned sub_gen;            /* atomic; bumped on every subscription change */
-  struct mock_server *control; /* the running control server; life_mu */
+  unsigned sub_gen;                           /* atomic; bumped on every subscription change */
+  struct mock_server *control;                /* the running control server; life_mu */
   char *scenario_override, *control_override; /* mock_dcmi_configure paths; life_mu */
-  unsigned long long calls[FN_COUNT];         /* atomic */
-  unsigned long long subscribe_calls, events_fired; /* atomic */
-  int event_serial;                                 /* atomic */
+  unsigned long long calls[FN_COUNT];         /* atomic, by enum fn_index */
+  unsigned long long subscribe_calls;         /* atomic */
+  unsigned long long events_fired;            /* atomic */
+  int event_serial;                           /* atomic; last serial handed out by model_next_serial */
 };
 
 /* The one model of the library. */
