@@ -32,8 +32,11 @@
       "product_prefix": "lib",
       "product_name": "dcmi",
       "sources": [
-        "native/mock/mock_dcmi.c",
-        "native/mock/mock_json.c"
+        "native/mock/mock_abi.c",
+        "native/mock/mock_control.c",
+        "native/mock/mock_fields.c",
+        "native/mock/mock_json.c",
+        "native/mock/mock_model.c"
       ],
       "include_dirs": [
         "native/dcmi",
