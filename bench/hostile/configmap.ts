@@ -32,7 +32,7 @@ import { deviceInfoConfigMapName } from '../../src/kube/device-info.js';
 import { restoreEngine } from '../../src/kube/engine-startup.js';
 import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
 import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import type { QueueClock } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn, type WatchOrder } from '../../src/sim/kube-api.js';
 

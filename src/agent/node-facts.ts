@@ -5,7 +5,7 @@
  * logged once at debug level; nothing here stops the start.
  */
 import type { ChipAddress, Dcmi } from '../dcmi/dcmi.js';
-import type { Logger } from '../kubelet/logger.js';
+import type { Logger } from '../core/logger.js';
 import type { ChipKind, NodeFacts } from '../kubelet/device-source.js';
 import type { BaseDeviceInfo, NodeLabelFacts } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';

@@ -20,8 +20,8 @@ import path from 'node:path';
 import { UtilizationType, type ChipAddress } from '../dcmi/dcmi.js';
 import { parseHexCode, type FaultCode } from '../faults/codes.js';
 import type { FaultEvent } from '../faults/engine-types.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import type { Clock, TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
 import type { HangDetectionConfig } from './hang-config.js';
 
 /** The synthetic hang fault (spec D.9; `NotHandleFaultCodes` in the shipped faultCode.json). */

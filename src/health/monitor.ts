@@ -41,9 +41,9 @@ import {
 } from '../faults/codes.js';
 import type { Assertion, ChipView, FaultEvent } from '../faults/engine-types.js';
 import type { ChipKind } from '../kubelet/device-source.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { hasParameterPlane, subscribesToFaults } from '../state/chip-kind.js';
-import { sleep, type Clock, type TimerHandle } from '../state/clock.js';
+import { sleep, type Clock, type TimerHandle } from '../core/clock.js';
 
 /** The DCMI calls the monitor makes (a subset of `Dcmi`, so tests may stub it). */
 export interface HealthDcmi {

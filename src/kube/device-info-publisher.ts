@@ -19,7 +19,7 @@ import {
   type Transition,
   type UpgradeReason,
 } from '../faults/index.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
 import {
   buildDeviceInfo,

@@ -7,7 +7,7 @@
  * an operator's edit made right after an outage is seen within about a second, not after up to 30 s).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import {
   backoffDelay,
   RetryTimer,

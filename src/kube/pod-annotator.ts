@@ -7,7 +7,7 @@
  * pod-resources answer.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../kubelet/device-names.js';
 import type { PodCache, PodView } from '../kubelet/pod-cache.js';
 import type { PodDevices } from '../kubelet/podresources-client.js';

@@ -9,7 +9,7 @@
  *   also creates a missing key, which upstream's JSON-patch `replace` does not — §J.7).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { ConfigMapApi, ConfigMapCache, ConfigMapObject, NodeAnnotationApi } from '../reset/types.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';

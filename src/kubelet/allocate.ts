@@ -10,7 +10,7 @@ import { ubNodes, type DeviceNodeProbe, type DeviceNodeSpec } from './device-nod
 import { chipCount, type DeviceSnapshot, type KubeletDevice } from './device-source.js';
 import { failedPrecondition, invalidArgument } from './errors.js';
 import type { KubeletRealMap } from './list-watch-view.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import type { PodCache } from './pod-cache.js';
 import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
 

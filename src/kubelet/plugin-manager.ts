@@ -15,7 +15,7 @@ import { Backoff } from './backoff.js';
 import { collectDefaultDeviceNodes, type DeviceNodeProbe } from './device-nodes.js';
 import type { DeviceSource } from './device-source.js';
 import { KubeletWaitTimeoutError } from './errors.js';
-import { NOOP_LOGGER, type Logger } from './logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { PodCache } from './pod-cache.js';
 import { DevicePluginServer } from './plugin-server.js';
 import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage } from './proto.js';

@@ -21,7 +21,7 @@ import { isVirtualName, resourceName } from './device-names.js';
 import type { DeviceSnapshot, DeviceSource, KubeletDevice } from './device-source.js';
 import { invalidArgument, KubeletRequestError } from './errors.js';
 import { advertise, KubeletRealMap, toWire, wireKey, type AdvertisedDevice } from './list-watch-view.js';
-import { NOOP_LOGGER, type Logger } from './logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { preferredAllocation } from './preferred-allocation.js';
 import { loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkSocketPath, removeStale, socketIdentity } from './unix-socket.js';

@@ -27,8 +27,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { ChipKind } from '../kubelet/device-source.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import { deviceAnnotationKey, taskNameOf } from './tasks.js';
 import type { ConfigMapCache, ConfigMapObject, ResetPod } from './types.js';
 

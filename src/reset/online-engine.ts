@@ -18,8 +18,8 @@
  * `failed/isolate`. An episode that was writing its failure writes it (unless the ConfigMap already isolates); one
  * saved before its first write finished starts over (first write, then its flow).
  */
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { sleep, type TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { sleep, type TimerHandle } from '../core/clock.js';
 import {
   MAX_RESET_COUNT,
   execResetDevice,

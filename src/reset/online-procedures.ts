@@ -5,8 +5,8 @@
  * episode's abortable sleep and every await is followed by its checkpoint, so an abandoned episode stops at its next
  * step.
  */
-import type { Logger } from '../kubelet/logger.js';
-import type { Clock } from '../state/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Clock } from '../core/clock.js';
 import type { ChipState, TaskState } from './online-types.js';
 import type { OnlineTimings, ResetDcmi, ResetEvent, RingFacts } from './types.js';
 import { a3Group, arithmeticRing } from './rings.js';

@@ -7,10 +7,9 @@
  * {@link NodeAnnotationApi} — unlike upstream, which patches the Node every cycle even when nothing changed, only
  * when the value changed (a failed write is retried on the next {@link ResetInfoManager.flush}).
  */
-import type { Logger } from '../kubelet/logger.js';
-import { NOOP_LOGGER } from '../kubelet/logger.js';
+import { type Logger, NOOP_LOGGER } from '../core/logger.js';
 import { goSlice, goStruct, marshalGo } from '../kube/go-json.js';
-import { sleep, type Clock } from '../state/clock.js';
+import { sleep, type Clock } from '../core/clock.js';
 import type { NodeAnnotationApi } from './types.js';
 
 /** Annotation key on the Node (§4.3). */

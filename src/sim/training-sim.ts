@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../state/clock.js';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import type { MockControlClient, MockReply } from './mock-control.js';
 
 /** Where the simulator sends `{"op":"processes",...}`: a control client, or a function sending one request. */

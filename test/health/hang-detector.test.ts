@@ -25,7 +25,7 @@ import {
   readClockTicksPerSecond,
   type HangDetectorOptions,
 } from '../../src/health/hang-detector.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import { loadScenario, openMock } from '../helpers/mock-dcmi.js';
 import { FakeClock } from './fake-clock.js';
 
