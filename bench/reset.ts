@@ -27,7 +27,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { encodeResetJson, parseResetJson } from '../src/reset/reset-configmap.js';
 import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';

@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { FaultEngine, parsePolicy, type FaultPolicy } from '../../src/faults/index.js';
 import type { AgentEvent } from '../../src/kube/event-recorder.js';
 import { DeviceInfoPublisher, engineSeparationHost, readStartupValues } from '../../src/kube/device-info-publisher.js';

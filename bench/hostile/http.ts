@@ -26,7 +26,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { freePort, RESOURCE, startAgentSandbox } from '../sandbox.js';
 import { stopChild } from '../stats.js';
 

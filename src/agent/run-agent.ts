@@ -13,7 +13,7 @@
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../core/paths.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
 import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { UtilizationType, type ChipAddress } from '../../src/dcmi/dcmi.js';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { parseRoceStats, queryRoceStats } from '../../src/dcmi/hccn.js';
 import type { FaultEvent } from '../../src/faults/engine-types.js';
 import {

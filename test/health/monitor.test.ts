@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { queryLinkStatus } from '../../src/dcmi/hccn.js';
 import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';

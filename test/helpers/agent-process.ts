@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
 import { KubeApiStandIn, type KubeApiStandInOptions } from '../../src/sim/kube-api.js';
 import { KubeletSimulator } from '../../src/sim/kubelet.js';
