@@ -3,7 +3,7 @@
  * lists of the device-info ConfigMap that carry them (G.2).
  */
 import { parseHexCode, type FaultCode } from './codes.js';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from './json-text.js';
+import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from '../core/json-text.js';
 import { isFaultLevel, type FaultLevel } from './levels.js';
 
 /** The three upgrade types (spec G.4). */

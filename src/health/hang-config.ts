@@ -11,7 +11,7 @@
  *   unknown keys are reported (Go ignores them silently; a misspelt key would otherwise go unnoticed).
  */
 import fs from 'node:fs';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText, preview, type JsonNode } from '../faults/json-text.js';
+import { GoDecoder, JsonSyntaxError, childPath, parseJsonText, preview, type JsonNode } from '../core/json-text.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 
 /** Upstream's path of the file (spec D.9). */

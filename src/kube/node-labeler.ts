@@ -9,7 +9,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { ChipKind } from '../kubelet/device-source.js';
 import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
-import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from './go-json.js';
+import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from '../core/go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import { systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';

@@ -13,7 +13,7 @@ import type { PodCache, PodView } from '../kubelet/pod-cache.js';
 import type { PodDevices } from '../kubelet/podresources-client.js';
 import { joinSorted } from './device-info.js';
 import { MERGE_PATCH } from './merge-patch.js';
-import { goSlice, goStruct, marshalGo, type GoValue } from './go-json.js';
+import { goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 import { statusOf, systemQueueClock, type QueueClock } from './write-queue.js';
 
 export const ANNOTATION_KLT_DEV = 'huawei.com/kltDev';

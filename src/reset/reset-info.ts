@@ -8,7 +8,7 @@
  * when the value changed (a failed write is retried on the next {@link ResetInfoManager.flush}).
  */
 import { type Logger, NOOP_LOGGER } from '../core/logger.js';
-import { goSlice, goStruct, marshalGo } from '../kube/go-json.js';
+import { goSlice, goStruct, marshalGo } from '../core/go-json.js';
 import { sleep, type Clock } from '../core/clock.js';
 import type { NodeAnnotationApi } from './types.js';
 
