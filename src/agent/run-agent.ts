@@ -56,9 +56,9 @@ import { ResetRuntime } from '../reset/reset-runtime.js';
 import { isGraceToleranceSupported } from '../reset/policy.js';
 import { deviceUsageOf } from '../reset/rings.js';
 import type { ChipResetView, ConfigMapApi, NodeAnnotationApi } from '../reset/types.js';
-import { hasParameterPlane, managerName, runModeOf } from '../state/chip-kind.js';
+import { chipName, hasParameterPlane, managerName, runModeOf } from '../core/chips.js';
 import { SYSTEM_CLOCK, type Clock } from '../core/clock.js';
-import { StoreDeviceSource } from '../state/device-source.js';
+import { StoreDeviceSource } from '../kubelet/store-device-source.js';
 import { NodeStateStore, type NodeState, type StoreChip } from '../state/store.js';
 import { nodeLabelFactsOf, readChipAddresses } from './node-facts.js';
 import { stateDirProblem } from './state-dir.js';
@@ -688,7 +688,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.push({ what: 'hang detector', run: () => hang.stop() });
     const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
     cleanups.push({ what: 'device source', run: () => devices.close() });
-    const nameOf = (logicId: number): string => `${deviceType}-${byLogic.get(logicId)?.phyId ?? logicId}`;
+    const nameOf = (logicId: number): string => chipName(deviceType, byLogic.get(logicId)?.phyId ?? logicId);
 
     // 7. Node labels/annotations (I.1, I.2), the device-info ConfigMap (H.4), pods (D.7, I.6), pod annotations (I.3).
     let publisher: DeviceInfoPublisher | undefined;
@@ -799,7 +799,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       if (!pods) return;
       const names = pods.devicesInUse(deviceType);
       const used = new Set<number>();
-      for (const c of chips) if (names.has(`${deviceType}-${c.phyId}`)) used.add(c.logicId);
+      for (const c of chips) if (names.has(chipName(deviceType, c.phyId))) used.add(c.logicId);
       store.setPodUsed(used);
     };
     // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.

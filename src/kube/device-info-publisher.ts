@@ -10,15 +10,14 @@ import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import {
   checkManualValue,
-  deviceName,
   MAX_OPERATOR_VALUE_CHARS,
   parseManualNames,
   parseReasonsJson,
   type FaultEngine,
-  type RunMode,
   type Transition,
   type UpgradeReason,
 } from '../faults/index.js';
+import { chipName, type RunMode } from '../core/chips.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
 import {
@@ -101,7 +100,7 @@ export function engineSeparationHost(
     chips: () =>
       engine
         .snapshot()
-        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, name: publicName(deviceName(runMode, v.phyId)) })),
+        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, name: publicName(chipName(runMode, v.phyId)) })),
     separated: () => engine.manuallySeparated(),
     release: (id) => engine.release(id),
     runCycle,
@@ -303,7 +302,7 @@ export class DeviceInfoPublisher {
     const names = new Map(this.#o.separation.chips().map((c) => [c.logicId, c.name]));
     for (const t of transitions) {
       if (t.kind !== 'reasons-removed' || !t.k8sEvent) continue;
-      const name = names.get(t.logicId) ?? deviceName(this.#o.runMode, t.logicId);
+      const name = names.get(t.logicId) ?? chipName(this.#o.runMode, t.logicId);
       const list = this.#pendingRemoved.get(name) ?? [];
       list.push(...t.reasons);
       this.#pendingRemoved.set(name, list.slice(-64));
@@ -314,7 +313,7 @@ export class DeviceInfoPublisher {
   confirmedManualSeparation(): string | undefined {
     if (this.#confirmed === undefined) return undefined;
     const byPhy = new Map(this.#o.separation.chips().map((c) => [c.phyId, c.name]));
-    return [...this.#confirmed].map((p) => byPhy.get(p) ?? deviceName(this.#o.runMode, p)).join(',');
+    return [...this.#confirmed].map((p) => byPhy.get(p) ?? chipName(this.#o.runMode, p)).join(',');
   }
 
   /** Queue counters plus the publisher's own. */

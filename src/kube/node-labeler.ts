@@ -7,7 +7,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import type { ChipKind } from '../kubelet/device-source.js';
+import type { ChipKind } from '../core/chips.js';
 import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
 import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from '../core/go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';

@@ -26,7 +26,7 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { ChipKind } from '../kubelet/device-source.js';
+import type { ChipKind } from '../core/chips.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import { deviceAnnotationKey, taskNameOf } from './tasks.js';

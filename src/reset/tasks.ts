@@ -3,7 +3,7 @@
  * which pods are tasks, which chips they hold and which rank each chip carries. Pure; the phy → logic conversion
  * comes in as a function. Rebuilt every cycle by the online engine.
  */
-import type { ChipKind } from '../kubelet/device-source.js';
+import type { ChipKind } from '../core/chips.js';
 import { phyIdOfName } from '../kubelet/device-names.js';
 import type { DeviceUsage, ResetPod } from './types.js';
 

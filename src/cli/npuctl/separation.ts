@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
-import { parseManualNames, quoted, type RunMode } from '../../faults/index.js';
+import { parseManualNames, quoted } from '../../faults/index.js';
+import type { RunMode } from '../../core/chips.js';
 import { MAX_LIVE_VALUE_CHARS } from '../../kube/device-info-publisher.js';
 import {
   DEVICE_INFO_NAME_PREFIX,
