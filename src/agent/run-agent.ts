@@ -37,7 +37,8 @@ import { deviceInfoViewOf } from '../kube/engine-view.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
 import type { WatchFn } from '../kube/list-watch.js';
-import { ApiRecovery, statusOf, type BackoffOptions } from '../kube/write-queue.js';
+import { ApiRecovery, type BackoffOptions } from '../kube/write-queue.js';
+import { statusOf, errorMessage as message } from '../core/errors.js';
 import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
@@ -275,10 +276,6 @@ function withRecovering<V extends { readonly chips: readonly { readonly logicId:
 ): V {
   if (recovering.size === 0) return view;
   return { ...view, chips: view.chips.map((c) => (recovering.has(c.logicId) ? { ...c, resetting: true } : c)) };
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** The API server as the kube layer uses it: the CoreV1 calls and the watch. */

@@ -44,12 +44,12 @@ import {
 } from './write-policy.js';
 import {
   ObjectWriteQueue,
-  statusOf,
   systemQueueClock,
   type BackoffOptions,
   type QueueClock,
   type WriteQueueStats,
 } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 /** Field manager of our writes; other managers in `managedFields` name who edited the object. */
 export const AGENT_FIELD_MANAGER = 'ascend-npu-agent';

@@ -11,12 +11,12 @@ import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import {
   backoffDelay,
   RetryTimer,
-  statusOf,
   systemQueueClock,
   type ApiRecovery,
   type BackoffOptions,
   type QueueClock,
 } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 /** A list answer: the objects and the collection's resourceVersion. */
 export interface ListResult<T> {

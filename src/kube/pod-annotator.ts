@@ -14,7 +14,8 @@ import type { PodDevices } from '../kubelet/podresources-client.js';
 import { joinSorted } from './device-info.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import { goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
-import { statusOf, systemQueueClock, type QueueClock } from './write-queue.js';
+import { systemQueueClock, type QueueClock } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 export const ANNOTATION_KLT_DEV = 'huawei.com/kltDev';
 export const ANNOTATION_ASCEND_REAL = 'huawei.com/AscendReal';

@@ -13,7 +13,8 @@ import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { ConfigMapApi, ConfigMapCache, ConfigMapObject, NodeAnnotationApi } from '../reset/types.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
-import { statusOf, type BackoffOptions, type QueueClock } from './write-queue.js';
+import type { BackoffOptions, QueueClock } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 /** Label of the reset ConfigMaps (§2.1). */
 export const RESET_LABEL_SELECTOR = 'reset=true';

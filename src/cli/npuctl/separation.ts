@@ -30,7 +30,7 @@ import {
   type AgentCoreApi,
   type KubeAccessSource,
 } from '../../kube/kube-client.js';
-import { statusOf } from '../../kube/write-queue.js';
+import { statusOf } from '../../core/errors.js';
 import { UsageError } from './io.js';
 
 /** The CoreV1 calls `npuctl separation` makes (a {@link KubeClient} or client-node's `CoreV1Api`). */
