@@ -43,7 +43,7 @@ import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
 import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
-import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../kube/reset-kube.js';
+import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../reset/reset-kube.js';
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
 import type { Logger } from '../core/logger.js';
