@@ -6,7 +6,8 @@
  */
 import type { ChipAddress, Dcmi } from '../dcmi/dcmi.js';
 import type { Logger } from '../core/logger.js';
-import { chipName, type ChipKind, type NodeFacts } from '../core/chips.js';
+import type { ChipKind, NodeFacts } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 import type { BaseDeviceInfo, NodeLabelFacts } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 

@@ -1,7 +1,7 @@
 /**
- * Chips as every layer names them: the chip kinds (spec device-plugin.md B.2) and their detection, run modes,
- * device-type and device names (B.3, G.2, H.5), which kinds have a parameter plane or fault subscription (B.5), the
- * node-wide facts read at start, and the synthetic card-drop code (D.5). Pure.
+ * Chips as every layer knows them: the chip kinds (spec device-plugin.md B.2) and their detection, run modes, which
+ * kinds have a parameter plane or fault subscription (B.5), the node-wide facts read at start, and the synthetic
+ * card-drop code (D.5). Their names are in `device-names.ts`. Pure.
  */
 
 /** Chip kinds of spec B.2. */
@@ -45,20 +45,6 @@ export function runModeOf(kind: ChipKind): RunMode {
   if (kind === 'Ascend310' || kind === 'Ascend310B') return 'Ascend310';
   if (kind === 'Ascend310P') return 'Ascend310P';
   return 'Ascend910';
-}
-
-/** B.3 manager name: the device type of a physical chip and the prefix of its device names. */
-export function managerName(kind: ChipKind): string {
-  if (kind === 'Ascend910A5') return 'npu';
-  return runModeOf(kind);
-}
-
-/**
- * The name of physical chip `phyId`: `<type>-<phyId>`, e.g. `Ascend910-3`. `type` is the {@link managerName} for
- * the kubelet device id (B.3) and the {@link RunMode} for the device-info ConfigMap's lists (G.2, H.5).
- */
-export function chipName(type: string, phyId: number): string {
-  return `${type}-${phyId}`;
 }
 
 /** B.5/D.3: 310, 310B and 310P never subscribe to fault events (always polling). */

@@ -42,7 +42,8 @@ import {
   type UpgradeReason,
   type UpgradeType,
 } from './upgrade-reasons.js';
-import { chipName, type RunMode } from '../core/chips.js';
+import type { RunMode } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 
 const R = {
   Normal: rankOf('NormalNPU'),

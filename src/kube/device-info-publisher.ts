@@ -17,7 +17,8 @@ import {
   type Transition,
   type UpgradeReason,
 } from '../faults/index.js';
-import { chipName, type RunMode } from '../core/chips.js';
+import type { RunMode } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
 import {

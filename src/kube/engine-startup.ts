@@ -23,7 +23,8 @@ import {
   type FaultEngine,
   type Transition,
 } from '../faults/index.js';
-import { chipName, type RunMode } from '../core/chips.js';
+import type { RunMode } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 import { boundedText } from './agent-events.js';
 import type { StartupValues } from './device-info-publisher.js';
 import type { PersistedState } from './engine-state-persistence.js';

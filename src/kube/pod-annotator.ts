@@ -8,7 +8,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../kubelet/device-names.js';
+import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../core/device-names.js';
 import type { PodCache, PodView } from '../kubelet/pod-cache.js';
 import type { PodDevices } from '../kubelet/podresources-client.js';
 import { joinSorted } from './device-info.js';

@@ -5,7 +5,7 @@
  * network health). A new device snapshot is published only when something kubelet can see changed.
  */
 import { freezeSnapshot, type DeviceSnapshot, type DeviceSource, type KubeletDevice } from './device-source.js';
-import { chipName, managerName } from '../core/chips.js';
+import { chipName, managerName } from '../core/device-names.js';
 import { sameJson, type ChipState, type NodeState, type NodeStateStore } from '../state/store.js';
 
 /** Maps one snapshot of the store to the kubelet view. */

@@ -4,7 +4,7 @@
  * comes in as a function. Rebuilt every cycle by the online engine.
  */
 import type { ChipKind } from '../core/chips.js';
-import { phyIdOfName } from '../kubelet/device-names.js';
+import { phyIdOfName } from '../core/device-names.js';
 import type { DeviceUsage, ResetPod } from './types.js';
 
 /** One rank of a task on this node (§1.3 step 5). */

@@ -3,7 +3,8 @@
  * upstream names them (spec B.3), all healthy.
  */
 import type { DeviceSnapshot, KubeletDevice } from '../kubelet/device-source.js';
-import { chipName, managerName, type ChipKind, type NodeFacts } from '../core/chips.js';
+import type { ChipKind, NodeFacts } from '../core/chips.js';
+import { chipName, managerName } from '../core/device-names.js';
 
 /** Shape of a simulated node. */
 export interface SimNodeSpec {

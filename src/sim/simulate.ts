@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { parseAgentArgs } from '../cli/agent-flags.js';
-import { chipName } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, PROJECT_ROOT } from '../core/paths.js';
 import {
   DEVICE_INFO_NAMESPACE,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { chipName, detectChipKind, managerName } from '../../src/core/chips.js';
+import { detectChipKind } from '../../src/core/chips.js';
 
 describe('B.2 chip kind detection', () => {
   test.each([
@@ -18,14 +18,5 @@ describe('B.2 chip kind detection', () => {
 
   test('an unknown chip name is unsupported', () => {
     expect(detectChipKind('x86', 0)).toBeUndefined();
-  });
-
-  test('B.3 manager names', () => {
-    expect([managerName('Ascend910A3'), managerName('Ascend310B'), managerName('Ascend910A5')]).toEqual([
-      'Ascend910',
-      'Ascend310',
-      'npu',
-    ]);
-    expect(chipName(managerName('Ascend310P'), 3)).toBe('Ascend310P-3');
   });
 });

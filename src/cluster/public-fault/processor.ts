@@ -22,7 +22,7 @@
  * lists, device map, `DeviceList` keys). Injected objects are shared between cycles' views and are frozen: nothing
  * downstream may mutate them.
  */
-import { chipName } from '../../core/chips.js';
+import { chipName } from '../../core/device-names.js';
 import {
   addFaultAndFix,
   availableKey,
