@@ -9,8 +9,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../core/device-names.js';
-import type { PodCache, PodView } from '../kubelet/pod-cache.js';
-import type { PodDevices } from '../kubelet/podresources-client.js';
+import type { PodCache, PodView, PodDevices } from '../core/pods.js';
 import { joinSorted } from './device-info.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import { goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';

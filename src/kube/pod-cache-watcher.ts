@@ -5,7 +5,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../kubelet/pod-cache.js';
+import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../core/pods.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import type { BackoffOptions, QueueClock } from './write-queue.js';

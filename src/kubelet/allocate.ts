@@ -11,7 +11,7 @@ import { chipCount, type DeviceSnapshot, type KubeletDevice } from './device-sou
 import { failedPrecondition, invalidArgument } from './errors.js';
 import type { KubeletRealMap } from './list-watch-view.js';
 import type { Logger } from '../core/logger.js';
-import type { PodCache } from './pod-cache.js';
+import type { PodCache } from '../core/pods.js';
 import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
 
 /** Spec C.3 input limits. */

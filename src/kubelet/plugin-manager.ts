@@ -16,7 +16,7 @@ import { collectDefaultDeviceNodes, type DeviceNodeProbe } from './device-nodes.
 import type { DeviceSource } from './device-source.js';
 import { KubeletWaitTimeoutError } from './errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import type { PodCache } from './pod-cache.js';
+import type { PodCache } from '../core/pods.js';
 import { DevicePluginServer } from './plugin-server.js';
 import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkKubeletPathOwner, checkSocketPath, socketIdentity } from './unix-socket.js';
