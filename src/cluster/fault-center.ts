@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.js';
 import { statusOf } from '../core/errors.js';
 import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
 import { ObjectWriteQueue } from '../kube/write-queue.js';
