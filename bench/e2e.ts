@@ -28,7 +28,8 @@ import { DEVICE_INFO_NAMESPACE, KEY_DEVICE_INFO, deviceInfoConfigMapName } from 
 import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
-import { NODE, RESOURCE, startAgentSandbox } from './sandbox.js';
+import { NODE_NAME, RESOURCE } from '../test/helpers/agent-process.js';
+import { startBenchAgent } from './sandbox.js';
 import { percentile } from './stats.js';
 
 const CODE = '80E3A201'; // SeparateNPU, no frequency rule
@@ -126,14 +127,24 @@ async function metricSum(url: string, name: string): Promise<number> {
 }
 
 async function startSandbox(scenario: string): Promise<Sandbox> {
-  const sb = await startAgentSandbox({
+  const b = await startBenchAgent({
     prefix: 'npu-e2e-',
     scenario,
     nodeArgs: nodeArgs(),
     ...(process.env.BENCH_AGENT_JS ? { agentJs: process.env.BENCH_AGENT_JS } : {}),
     flags: ['-logLevel=2'],
   });
-  return { ...sb, metricsUrl: `http://127.0.0.1:${sb.metricsPort}/metrics`, resource: RESOURCE };
+  const { dir, api, kubelet } = b.sandbox;
+  return {
+    dir,
+    api,
+    kubelet,
+    child: b.child,
+    control: b.control,
+    close: () => b.close(),
+    metricsUrl: `http://127.0.0.1:${b.metricsPort}/metrics`,
+    resource: RESOURCE,
+  };
 }
 
 function summary(v: number[]): { p50: number; p99: number; max: number } {
@@ -194,7 +205,7 @@ async function benchFaults(
 ): Promise<void> {
   const sb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'));
   const cmType = sb.api.resourceType('', 'configmaps');
-  const cmName = deviceInfoConfigMapName(NODE);
+  const cmName = deviceInfoConfigMapName(NODE_NAME);
   const cmShows = (id: string): boolean => {
     const cfg = (
       sb.api.store.get(cmType, DEVICE_INFO_NAMESPACE, cmName) as { data?: Record<string, string> } | undefined
@@ -303,7 +314,7 @@ async function compareFinal(sb: Sandbox): Promise<string[]> {
   const state = await sb.control.state();
   const cmType = sb.api.resourceType('', 'configmaps');
   const cm = (
-    sb.api.store.get(cmType, DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName(NODE)) as
+    sb.api.store.get(cmType, DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName(NODE_NAME)) as
       { data?: Record<string, string> } | undefined
   )?.data?.[KEY_DEVICE_INFO];
   const list = cm

@@ -33,7 +33,8 @@ import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
 import { TrainingSimulator } from '../src/sim/training-sim.js';
-import { NODE, RESOURCE, startAgentSandbox } from './sandbox.js';
+import { NODE_NAME, RESOURCE } from '../test/helpers/agent-process.js';
+import { startBenchAgent } from './sandbox.js';
 import { median, percentile } from './stats.js';
 
 /** RestartNPU in the shipped faultCode.json, in no FaultFrequency / FaultDuration rule. */
@@ -145,7 +146,7 @@ function createTask(api: KubeApiStandIn, chips: number): void {
         'hccl/rankIndex': '0',
       },
     },
-    spec: { nodeName: NODE, containers: [{ name: 'train', image: 'x' }] },
+    spec: { nodeName: NODE_NAME, containers: [{ name: 'train', image: 'x' }] },
     status: { phase: 'Running' },
   });
   const resetJson = encodeResetJson({
@@ -171,16 +172,23 @@ async function startSandbox(
   const logDir = process.env.BENCH_RESET_LOG_DIR;
   const logFd = logDir ? fs.openSync(path.join(logDir, `agent-${Date.now()}-${process.pid}.log`), 'w') : 'ignore';
   try {
-    const sb = await startAgentSandbox({
+    const b = await startBenchAgent({
       prefix: 'npu-reset-bench-',
       scenario,
       flags: [logDir ? '-logLevel=-1' : '-logLevel=1', ...flags],
       stdout: logFd,
       ...(setup ? { setup } : {}),
     });
+    const { dir, api, kubelet } = b.sandbox;
     return {
-      ...sb,
-      health: (logicId) => sb.kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
+      dir,
+      api,
+      kubelet,
+      child: b.child,
+      control: b.control,
+      controlPath: b.sandbox.control,
+      close: () => b.close(),
+      health: (logicId) => kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
     };
   } finally {
     if (typeof logFd === 'number') fs.closeSync(logFd);
