@@ -7,7 +7,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { FaultEngine, parsePolicy } from '../src/faults/index.js';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { DeviceInfoPublisher, engineSeparationHost } from '../src/kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../src/kube/engine-view.js';
 import { KubeApiStandIn } from '../src/sim/kube-api.js';

@@ -19,16 +19,14 @@
  * BENCH_AGENT_JS (another build of the agent, e.g. a checkout of an older commit, for before/after figures),
  * BENCH_AGENT_NODE_ARGS (extra `node` options for the agent, e.g. `--cpu-prof`).
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { DEVICE_INFO_NAMESPACE, KEY_DEVICE_INFO, deviceInfoConfigMapName } from '../src/kube/device-info.js';
-import { KubeApiStandIn } from '../src/sim/kube-api.js';
-import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
-import { NODE, RESOURCE, startAgentSandbox } from './sandbox.js';
+import { NODE_NAME, RESOURCE } from '../test/helpers/agent-process.js';
+import { startBenchAgent, type BenchAgent } from './sandbox.js';
 import { percentile } from './stats.js';
 
 const CODE = '80E3A201'; // SeparateNPU, no frequency rule
@@ -96,16 +94,10 @@ export interface E2eResult {
   readonly storm?: StormResult;
 }
 
-interface Sandbox {
-  dir: string;
+interface Sandbox extends BenchAgent {
   /** `http://127.0.0.1:<port>/metrics` of the agent. */
-  metricsUrl: string;
-  api: KubeApiStandIn;
-  kubelet: KubeletSimulator;
-  child: ChildProcess;
-  control: MockControlClient;
-  resource: string;
-  close(): Promise<void>;
+  readonly metricsUrl: string;
+  readonly resource: string;
 }
 
 /** Extra `node` options for the agent child (`BENCH_AGENT_NODE_ARGS`, space-separated, e.g. `--cpu-prof`). */
@@ -126,14 +118,14 @@ async function metricSum(url: string, name: string): Promise<number> {
 }
 
 async function startSandbox(scenario: string): Promise<Sandbox> {
-  const sb = await startAgentSandbox({
+  const b = await startBenchAgent({
     prefix: 'npu-e2e-',
     scenario,
     nodeArgs: nodeArgs(),
     ...(process.env.BENCH_AGENT_JS ? { agentJs: process.env.BENCH_AGENT_JS } : {}),
     flags: ['-logLevel=2'],
   });
-  return { ...sb, metricsUrl: `http://127.0.0.1:${sb.metricsPort}/metrics`, resource: RESOURCE };
+  return { ...b, metricsUrl: `http://127.0.0.1:${b.metricsPort}/metrics`, resource: RESOURCE };
 }
 
 function summary(v: number[]): { p50: number; p99: number; max: number } {
@@ -193,17 +185,18 @@ async function benchFaults(
   configMapMs: number[],
 ): Promise<void> {
   const sb = await startSandbox(path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'));
-  const cmType = sb.api.resourceType('', 'configmaps');
-  const cmName = deviceInfoConfigMapName(NODE);
+  const cmType = sb.sandbox.api.resourceType('', 'configmaps');
+  const cmName = deviceInfoConfigMapName(NODE_NAME);
   const cmShows = (id: string): boolean => {
     const cfg = (
-      sb.api.store.get(cmType, DEVICE_INFO_NAMESPACE, cmName) as { data?: Record<string, string> } | undefined
+      sb.sandbox.api.store.get(cmType, DEVICE_INFO_NAMESPACE, cmName) as { data?: Record<string, string> } | undefined
     )?.data?.[KEY_DEVICE_INFO];
     if (!cfg) return false;
     const list = (JSON.parse(cfg) as { DeviceInfo: { DeviceList: Record<string, string> } }).DeviceInfo.DeviceList;
     return (list[`${sb.resource}-Unhealthy`] ?? '').split(',').includes(id);
   };
-  const health = (id: string): string | undefined => sb.kubelet.devices(sb.resource)?.find((d) => d.ID === id)?.health;
+  const health = (id: string): string | undefined =>
+    sb.sandbox.kubelet.devices(sb.resource)?.find((d) => d.ID === id)?.health;
   try {
     const chips = 8;
     for (let done = 0; done < total;) {
@@ -212,7 +205,7 @@ async function benchFaults(
         const id = `Ascend910-${c}`;
         const t0 = performance.now();
         await sb.control.expectOk({ op: 'fault', logicId: c, eventId: CODE, assertion: 'occur' });
-        await sb.kubelet.waitFor(() => health(id) === 'Unhealthy', `${id} Unhealthy`, 10_000);
+        await sb.sandbox.kubelet.waitFor(() => health(id) === 'Unhealthy', `${id} Unhealthy`, 10_000);
         faultMs.push(performance.now() - t0);
         if (c === 0) {
           while (!cmShows(id)) await new Promise((r) => setTimeout(r, 2));
@@ -224,7 +217,7 @@ async function benchFaults(
           const id = `Ascend910-${c}`;
           const t0 = performance.now();
           await sb.control.expectOk({ op: 'fault', logicId: c, eventId: CODE, assertion: 'recover' });
-          await sb.kubelet.waitFor(() => health(id) === 'Healthy', `${id} Healthy`, 10_000);
+          await sb.sandbox.kubelet.waitFor(() => health(id) === 'Healthy', `${id} Healthy`, 10_000);
           recoveryMs.push(performance.now() - t0);
         }),
       );
@@ -260,7 +253,7 @@ async function benchIdle(idleSeconds: number): Promise<NonNullable<E2eResult['id
     const cpuPercent = ((cpuTicks(pid) - c0) / hz / seconds) * 100;
     const calls = (await dcmiCalls(idleSb.control)) - calls0 - 1; // minus the first `state` (not a DCMI call)
     return {
-      chips: idleSb.kubelet.devices(idleSb.resource)?.length ?? 0,
+      chips: idleSb.sandbox.kubelet.devices(idleSb.resource)?.length ?? 0,
       seconds,
       cpuPercent,
       rssMiB: rss,
@@ -277,21 +270,22 @@ async function benchIdle(idleSeconds: number): Promise<NonNullable<E2eResult['id
  * (in parallel: a recovery is held 1 s, spec D.4).
  */
 async function faultLatency(sb: Sandbox, logicIds: readonly number[], rounds: number): Promise<number[]> {
-  const health = (id: string): string | undefined => sb.kubelet.devices(sb.resource)?.find((d) => d.ID === id)?.health;
+  const health = (id: string): string | undefined =>
+    sb.sandbox.kubelet.devices(sb.resource)?.find((d) => d.ID === id)?.health;
   const out: number[] = [];
   for (let r = 0; r < rounds; r++) {
     for (const logicId of logicIds) {
       const id = `Ascend910-${logicId}`;
       const t0 = performance.now();
       await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion: 'occur' });
-      await sb.kubelet.waitFor(() => health(id) === 'Unhealthy', `${id} Unhealthy`, 10_000);
+      await sb.sandbox.kubelet.waitFor(() => health(id) === 'Unhealthy', `${id} Unhealthy`, 10_000);
       out.push(performance.now() - t0);
     }
     await Promise.all(
       logicIds.map(async (logicId) => {
         const id = `Ascend910-${logicId}`;
         await sb.control.expectOk({ op: 'fault', logicId, eventId: CODE, assertion: 'recover' });
-        await sb.kubelet.waitFor(() => health(id) === 'Healthy', `${id} Healthy`, 10_000);
+        await sb.sandbox.kubelet.waitFor(() => health(id) === 'Healthy', `${id} Healthy`, 10_000);
       }),
     );
   }
@@ -301,16 +295,16 @@ async function faultLatency(sb: Sandbox, logicIds: readonly number[], rounds: nu
 /** Differences between the mock's code lists and the agent's kubelet view and ConfigMap; empty when exact. */
 async function compareFinal(sb: Sandbox): Promise<string[]> {
   const state = await sb.control.state();
-  const cmType = sb.api.resourceType('', 'configmaps');
+  const cmType = sb.sandbox.api.resourceType('', 'configmaps');
   const cm = (
-    sb.api.store.get(cmType, DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName(NODE)) as
+    sb.sandbox.api.store.get(cmType, DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName(NODE_NAME)) as
       { data?: Record<string, string> } | undefined
   )?.data?.[KEY_DEVICE_INFO];
   const list = cm
     ? (JSON.parse(cm) as { DeviceInfo: { DeviceList: Record<string, string> } }).DeviceInfo.DeviceList
     : undefined;
   const cmUnhealthy = new Set((list?.[`${sb.resource}-Unhealthy`] ?? '').split(',').filter((x) => x !== ''));
-  const devices = sb.kubelet.devices(sb.resource) ?? [];
+  const devices = sb.sandbox.kubelet.devices(sb.resource) ?? [];
   const out: string[] = [];
   if (!list) out.push('no device-info ConfigMap');
   for (const chip of state.chips) {
@@ -348,7 +342,7 @@ async function benchStorm(
     );
     const perBurst = rate / bursts.length;
     const count = Math.max(1, Math.round(perBurst * seconds));
-    const controlPath = path.join(sb.dir, 'mock.sock');
+    const controlPath = path.join(sb.sandbox.dir, 'mock.sock');
     while (extra.length < bursts.length) extra.push(await MockControlClient.connect(controlPath));
     log(
       `e2e storm: ${chips.length} chips x ${bursts.length / chips.length} bursts x ${count} events at ` +

@@ -14,7 +14,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { fileURLToPath } from 'node:url';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { FaultEngine, exportEngineState, parsePolicy, type FaultEvent, type FaultPolicy } from '../src/faults/index.js';
 import { fmt, median, percentile } from './stats.js';
 

@@ -15,7 +15,7 @@ import { Allocator } from '../src/kubelet/allocate.js';
 import { collectDefaultDeviceNodes, InMemoryDeviceNodeProbe } from '../src/kubelet/device-nodes.js';
 import { MutableDeviceSource } from '../src/kubelet/device-source.js';
 import { KubeletRealMap } from '../src/kubelet/list-watch-view.js';
-import { NOOP_LOGGER } from '../src/kubelet/logger.js';
+import { NOOP_LOGGER } from '../src/core/logger.js';
 import { DevicePluginManager } from '../src/kubelet/plugin-manager.js';
 import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { simSnapshot } from '../src/sim/kubelet-devices.js';

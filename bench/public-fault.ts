@@ -14,7 +14,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { PublicFaultCache, faultKey } from '../src/cluster/public-fault/cache.js';
 import { PublicFaultCollector, type PublicFaultLogger } from '../src/cluster/public-fault/collector.js';
 import { loadPublicFaultConfigFile, PACKAGED_PUBLIC_FAULT_CONFIG } from '../src/cluster/public-fault/config-source.js';

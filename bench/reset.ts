@@ -23,17 +23,16 @@
  * BENCH_RESET_STOP_MS (training side's stop delay, default 1000), BENCH_IDLE_SECONDS (default 60; 0 skips),
  * BENCH_RESET_FLOWS (comma list of offline,online,idle; default all), BENCH_RESET_LOG_DIR (keep each agent's log).
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { encodeResetJson, parseResetJson } from '../src/reset/reset-configmap.js';
 import { KubeApiStandIn } from '../src/sim/kube-api.js';
-import { KubeletSimulator } from '../src/sim/kubelet.js';
 import { MockControlClient } from '../src/sim/mock-control.js';
 import { TrainingSimulator } from '../src/sim/training-sim.js';
-import { NODE, RESOURCE, startAgentSandbox } from './sandbox.js';
+import { NODE_NAME, RESOURCE } from '../test/helpers/agent-process.js';
+import { startBenchAgent, type BenchAgent } from './sandbox.js';
 import { median, percentile } from './stats.js';
 
 /** RestartNPU in the shipped faultCode.json, in no FaultFrequency / FaultDuration rule. */
@@ -121,15 +120,8 @@ async function until<T>(check: () => T | undefined | false, what: string, timeou
   }
 }
 
-interface Sandbox {
-  readonly dir: string;
-  readonly api: KubeApiStandIn;
-  readonly kubelet: KubeletSimulator;
-  readonly child: ChildProcess;
-  readonly control: MockControlClient;
-  readonly controlPath: string;
+interface Sandbox extends BenchAgent {
   health(logicId: number): string | undefined;
-  close(): Promise<void>;
 }
 
 /** A training pod holding `chips` (rank index 0) and its reset ConfigMap (§2.1: label reset=true, UpdateTime 0). */
@@ -145,7 +137,7 @@ function createTask(api: KubeApiStandIn, chips: number): void {
         'hccl/rankIndex': '0',
       },
     },
-    spec: { nodeName: NODE, containers: [{ name: 'train', image: 'x' }] },
+    spec: { nodeName: NODE_NAME, containers: [{ name: 'train', image: 'x' }] },
     status: { phase: 'Running' },
   });
   const resetJson = encodeResetJson({
@@ -171,7 +163,7 @@ async function startSandbox(
   const logDir = process.env.BENCH_RESET_LOG_DIR;
   const logFd = logDir ? fs.openSync(path.join(logDir, `agent-${Date.now()}-${process.pid}.log`), 'w') : 'ignore';
   try {
-    const sb = await startAgentSandbox({
+    const b = await startBenchAgent({
       prefix: 'npu-reset-bench-',
       scenario,
       flags: [logDir ? '-logLevel=-1' : '-logLevel=1', ...flags],
@@ -179,8 +171,8 @@ async function startSandbox(
       ...(setup ? { setup } : {}),
     });
     return {
-      ...sb,
-      health: (logicId) => sb.kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
+      ...b,
+      health: (logicId) => b.sandbox.kubelet.devices(RESOURCE)?.find((d) => d.ID === `Ascend910-${logicId}`)?.health,
     };
   } finally {
     if (typeof logFd === 'number') fs.closeSync(logFd);
@@ -235,7 +227,7 @@ async function benchOffline(
     for (let r = 0; r < runs; r++) {
       const chip = r % 8;
       const before = await resetsOf(sb.control, chip);
-      const eventsBefore = eventCount(sb.api, 'OfflineResetSucceeded');
+      const eventsBefore = eventCount(sb.sandbox.api, 'OfflineResetSucceeded');
       const t0 = performance.now();
       try {
         await injectFault(sb.control, chip);
@@ -246,7 +238,7 @@ async function benchOffline(
         await until(
           () => {
             if (firstHealthy === undefined && sb.health(chip) === 'Healthy') firstHealthy = performance.now() - t0;
-            return eventCount(sb.api, 'OfflineResetSucceeded') > eventsBefore && sb.health(chip) === 'Healthy';
+            return eventCount(sb.sandbox.api, 'OfflineResetSucceeded') > eventsBefore && sb.health(chip) === 'Healthy';
           },
           `chip ${chip} reset and Healthy`,
           scaledIdle + 60_000,
@@ -308,9 +300,9 @@ async function benchOnline(
     ['-hotReset=1', `-resetTimePercent=${percent}`],
     (api) => createTask(api, 8),
   );
-  const simControl = await MockControlClient.connect(sb.controlPath);
+  const simControl = await MockControlClient.connect(sb.sandbox.control);
   const sim = new TrainingSimulator({
-    hostRoot: path.join(sb.dir, 'host'),
+    hostRoot: path.join(sb.sandbox.dir, 'host'),
     namespace: NAMESPACE,
     job: JOB,
     logicIds: [0, 1, 2, 3, 4, 5, 6, 7],
@@ -351,7 +343,7 @@ async function benchOnline(
         await injectFault(sb.control, chip);
         await until(
           () => {
-            const s = rankStatuses(sb.api);
+            const s = rankStatuses(sb.sandbox.api);
             return s !== undefined && s.updateTime >= wallBefore && s.statuses.includes('unrecovered');
           },
           'unrecovered in the reset ConfigMap',
@@ -361,14 +353,14 @@ async function benchOnline(
         for (;;) {
           if ((await resetsOf(sb.control, chip)) > resetsBefore) break;
           if (performance.now() - t0 > 60_000) throw new Error(`no reset of chip ${chip} within 60 s`);
-          const s = rankStatuses(sb.api);
+          const s = rankStatuses(sb.sandbox.api);
           if (s?.statuses.includes('failed')) throw new Error(`ranks failed: ${s.statuses.join(',')}`);
           await sleepMs(20);
         }
         reset.push(performance.now() - t0);
         await until(
           () => {
-            const s = rankStatuses(sb.api);
+            const s = rankStatuses(sb.sandbox.api);
             if (s?.statuses.includes('failed')) throw new Error(`ranks failed: ${s.statuses.join(',')}`);
             return s !== undefined && s.statuses.length > 0 && s.statuses.every((x) => x === 'recovered');
           },
@@ -439,7 +431,7 @@ async function idleCpu(hotReset: number, seconds: number): Promise<{ cpu: number
     return {
       cpu: ((cpuTicks(pid) - c0) / 100 / elapsed) * 100, // USER_HZ = 100
       rss,
-      chips: sb.kubelet.devices(RESOURCE)?.length ?? 0,
+      chips: sb.sandbox.kubelet.devices(RESOURCE)?.length ?? 0,
     };
   } finally {
     await sb.close();

@@ -1,36 +1,29 @@
 /**
- * The sandbox the end-to-end benches run the built agent in: temporary host folders, the Kubernetes API stand-in
- * (with the Node object kubelet would have registered), the kubelet simulator, and `dist/cli/agent.js` as a child
- * process on the mock DCMI library, registered and ready.
+ * How the end-to-end benches run the built agent: in the integration tests' {@link AgentSandbox} (temporary host
+ * folders, the Kubernetes API stand-in with the Node object kubelet would have registered, the kubelet simulator),
+ * as `dist/cli/agent.js` on the mock DCMI library with its metrics on a known port and its output not kept,
+ * registered and ready.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { PROJECT_ROOT } from '../src/dcmi/bindings.js';
-import { KubeApiStandIn } from '../src/sim/kube-api.js';
-import { KubeletSimulator } from '../src/sim/kubelet.js';
-import { MockControlClient } from '../src/sim/mock-control.js';
-import { makeDeviceNodes, sandboxFlags } from '../src/sim/simulate.js';
+import type { KubeApiStandIn } from '../src/sim/kube-api.js';
+import type { MockControlClient } from '../src/sim/mock-control.js';
+import { AgentSandbox } from '../test/helpers/agent-process.js';
 import { stopChild } from './stats.js';
 
-export const NODE = 'bench-node';
-export const RESOURCE = 'huawei.com/Ascend910';
-
-export interface AgentSandbox {
-  readonly dir: string;
-  readonly api: KubeApiStandIn;
-  readonly kubelet: KubeletSimulator;
+/** A bench's agent: the sandbox it runs in and what the bench drives and measures it by. */
+export interface BenchAgent {
+  readonly sandbox: AgentSandbox;
   readonly child: ChildProcess;
+  /** The mock's control socket, connected. */
   readonly control: MockControlClient;
-  readonly controlPath: string;
   /** Port of the agent's metrics server. */
   readonly metricsPort: number;
+  /** Stops the agent (SIGTERM, SIGKILL after 15 s) and removes the sandbox. */
   close(): Promise<void>;
 }
 
-export interface AgentSandboxOptions {
+export interface BenchAgentOptions {
   /** Prefix of the temporary folder. */
   readonly prefix: string;
   /** Mock scenario file. */
@@ -57,56 +50,30 @@ export async function freePort(): Promise<number> {
 }
 
 /** Starts the sandbox and resolves once the agent has registered with the kubelet simulator. */
-export async function startAgentSandbox(o: AgentSandboxOptions): Promise<AgentSandbox> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), o.prefix));
-  makeDeviceNodes(path.join(dir, 'dev'));
-  for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
-  fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
-  fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
-  const api = await KubeApiStandIn.start();
-  // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
-  api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE } });
-  o.setup?.(api);
-  const kubeconfig = path.join(dir, 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
-  const kubelet = await KubeletSimulator.start({ dir: path.join(dir, 'kubelet') });
-  const controlPath = path.join(dir, 'mock.sock');
+export async function startBenchAgent(o: BenchAgentOptions): Promise<BenchAgent> {
+  // No pod-resources server: the benches measure the agent as it ran before they shared the tests' sandbox.
+  const sandbox = await AgentSandbox.create(o.scenario, { prefix: o.prefix, podResources: false });
+  o.setup?.(sandbox.api);
   const metricsPort = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      ...(o.nodeArgs ?? []),
-      o.agentJs ?? path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'),
-      ...sandboxFlags(dir, { kubeconfig, listWatchPeriod: 5 }),
-      `-metricsAddress=127.0.0.1:${metricsPort}`,
-      ...(o.flags ?? []),
-    ],
+  const agent = await sandbox.start(
+    ['-listWatchPeriod=5', `-metricsAddress=127.0.0.1:${metricsPort}`, ...(o.flags ?? [])],
+    {},
     {
-      env: {
-        PATH: process.env.PATH,
-        NODE_NAME: NODE,
-        ASCEND_MOCK_SCENARIO: o.scenario,
-        ASCEND_MOCK_CONTROL: controlPath,
-      },
+      ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
+      ...(o.agentJs ? { agentJs: o.agentJs } : {}),
       stdio: ['ignore', o.stdout ?? 'ignore', 'inherit'],
+      registrationTimeoutMs: 30_000,
     },
   );
-  await kubelet.waitForRegistration(RESOURCE, 0, 30_000);
-  const control = await MockControlClient.connect(controlPath);
+  const control = await sandbox.mockClient();
   return {
-    dir,
-    api,
-    kubelet,
-    child,
+    sandbox,
+    child: agent.child,
     control,
-    controlPath,
     metricsPort,
     async close() {
-      control.close();
-      await stopChild(child);
-      await kubelet.close();
-      await api.stop();
-      fs.rmSync(dir, { recursive: true, force: true });
+      await stopChild(agent.child);
+      await sandbox.close();
     },
   };
 }

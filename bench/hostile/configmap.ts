@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { FaultEngine, parsePolicy, type FaultPolicy } from '../../src/faults/index.js';
 import type { AgentEvent } from '../../src/kube/event-recorder.js';
 import { DeviceInfoPublisher, engineSeparationHost, readStartupValues } from '../../src/kube/device-info-publisher.js';
@@ -32,7 +32,7 @@ import { deviceInfoConfigMapName } from '../../src/kube/device-info.js';
 import { restoreEngine } from '../../src/kube/engine-startup.js';
 import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
 import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import type { QueueClock } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn, type WatchOrder } from '../../src/sim/kube-api.js';
 

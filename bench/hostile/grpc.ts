@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { loadPubFaultProto } from '../../src/cluster/public-fault/proto.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import type { RespStatus__Output } from '../../src/generated/pubfault/RespStatus.js';

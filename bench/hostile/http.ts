@@ -26,8 +26,9 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
-import { freePort, RESOURCE, startAgentSandbox } from '../sandbox.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { RESOURCE } from '../../test/helpers/agent-process.js';
+import { freePort, startBenchAgent } from '../sandbox.js';
 import { stopChild } from '../stats.js';
 
 const num = (name: string, dflt: number): number => {
@@ -202,7 +203,7 @@ async function main(): Promise<void> {
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-http-'));
   const logFile = path.join(logDir, 'agent.log');
   const logFd = fs.openSync(logFile, 'w');
-  const sb = await startAgentSandbox({
+  const sb = await startBenchAgent({
     prefix: 'hostile-http-',
     scenario: path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'),
     stdout: logFd,
@@ -225,7 +226,7 @@ async function main(): Promise<void> {
     process.execPath,
     [
       path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js'),
-      `-kubeconfig=${path.join(sb.dir, 'kubeconfig')}`,
+      `-kubeconfig=${sb.sandbox.kubeconfig}`,
       `-grpcAddress=127.0.0.1:${await freePort()}`,
       `-metricsAddress=127.0.0.1:${fcPort}`,
       `-stateDir=${path.join(logDir, 'fault-center')}`,
@@ -262,12 +263,12 @@ async function main(): Promise<void> {
   }, PROBE_MS);
   // a kubelet restart in the middle: the agent must register again while it is under attack
   await new Promise((r) => setTimeout(r, Math.min(3_000, (SECONDS * 1000) / 3)));
-  const seq = sb.kubelet.registrations.at(-1)?.seq ?? 0;
+  const seq = sb.sandbox.kubelet.registrations.at(-1)?.seq ?? 0;
   const restartAt = Date.now();
-  await sb.kubelet.restart();
+  await sb.sandbox.kubelet.restart();
   let reregisterMs: number | undefined;
   try {
-    await sb.kubelet.waitForRegistration(RESOURCE, seq, 20_000);
+    await sb.sandbox.kubelet.waitForRegistration(RESOURCE, seq, 20_000);
     reregisterMs = Date.now() - restartAt;
   } catch {
     reregisterMs = undefined;

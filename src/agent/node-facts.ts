@@ -5,8 +5,9 @@
  * logged once at debug level; nothing here stops the start.
  */
 import type { ChipAddress, Dcmi } from '../dcmi/dcmi.js';
-import type { Logger } from '../kubelet/logger.js';
-import type { ChipKind, NodeFacts } from '../kubelet/device-source.js';
+import type { Logger } from '../core/logger.js';
+import type { ChipKind, NodeFacts } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 import type { BaseDeviceInfo, NodeLabelFacts } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 
@@ -95,7 +96,7 @@ export function readChipAddresses(
         superDeviceId = undefined;
       }
     }
-    base.push({ name: `${deviceType}-${c.phyId}`, ip: ip ?? '', superDeviceId: superDeviceId ?? 0 });
+    base.push({ name: chipName(deviceType, c.phyId), ip: ip ?? '', superDeviceId: superDeviceId ?? 0 });
     rank.set(c.phyId, {
       phyId: c.phyId,
       ...(ip !== undefined ? { ip } : {}),

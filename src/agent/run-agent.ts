@@ -13,7 +13,7 @@
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../core/paths.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
 import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';
@@ -37,15 +37,16 @@ import { deviceInfoViewOf } from '../kube/engine-view.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
 import type { WatchFn } from '../kube/list-watch.js';
-import { ApiRecovery, statusOf, type BackoffOptions } from '../kube/write-queue.js';
+import { ApiRecovery, type BackoffOptions } from '../kube/write-queue.js';
+import { statusOf, errorMessage as message } from '../core/errors.js';
 import { FaultConfigConfigMapSource } from '../kube/fault-config-configmap.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import { ANNOTATION_ASCEND_REAL, PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
 import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
-import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../kube/reset-kube.js';
+import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../reset/reset-kube.js';
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
-import type { Logger } from '../kubelet/logger.js';
+import type { Logger } from '../core/logger.js';
 import { DevicePluginManager, KubeletStartAbortedError } from '../kubelet/plugin-manager.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import { startObservabilityServer, type ObservabilityServer } from '../observability/http-server.js';
@@ -56,9 +57,10 @@ import { ResetRuntime } from '../reset/reset-runtime.js';
 import { isGraceToleranceSupported } from '../reset/policy.js';
 import { deviceUsageOf } from '../reset/rings.js';
 import type { ChipResetView, ConfigMapApi, NodeAnnotationApi } from '../reset/types.js';
-import { hasParameterPlane, managerName, runModeOf } from '../state/chip-kind.js';
-import { SYSTEM_CLOCK, type Clock } from '../state/clock.js';
-import { StoreDeviceSource } from '../state/device-source.js';
+import { hasParameterPlane, runModeOf } from '../core/chips.js';
+import { chipName, managerName } from '../core/device-names.js';
+import { SYSTEM_CLOCK, type Clock } from '../core/clock.js';
+import { StoreDeviceSource } from '../kubelet/store-device-source.js';
 import { NodeStateStore, type NodeState, type StoreChip } from '../state/store.js';
 import { nodeLabelFactsOf, readChipAddresses } from './node-facts.js';
 import { stateDirProblem } from './state-dir.js';
@@ -275,10 +277,6 @@ function withRecovering<V extends { readonly chips: readonly { readonly logicId:
 ): V {
   if (recovering.size === 0) return view;
   return { ...view, chips: view.chips.map((c) => (recovering.has(c.logicId) ? { ...c, resetting: true } : c)) };
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** The API server as the kube layer uses it: the CoreV1 calls and the watch. */
@@ -688,7 +686,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     cleanups.push({ what: 'hang detector', run: () => hang.stop() });
     const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
     cleanups.push({ what: 'device source', run: () => devices.close() });
-    const nameOf = (logicId: number): string => `${deviceType}-${byLogic.get(logicId)?.phyId ?? logicId}`;
+    const nameOf = (logicId: number): string => chipName(deviceType, byLogic.get(logicId)?.phyId ?? logicId);
 
     // 7. Node labels/annotations (I.1, I.2), the device-info ConfigMap (H.4), pods (D.7, I.6), pod annotations (I.3).
     let publisher: DeviceInfoPublisher | undefined;
@@ -799,7 +797,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       if (!pods) return;
       const names = pods.devicesInUse(deviceType);
       const used = new Set<number>();
-      for (const c of chips) if (names.has(`${deviceType}-${c.phyId}`)) used.add(c.logicId);
+      for (const c of chips) if (names.has(chipName(deviceType, c.phyId))) used.add(c.logicId);
       store.setPodUsed(used);
     };
     // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.

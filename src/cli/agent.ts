@@ -14,6 +14,7 @@
  */
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { AgentHandle } from '../agent/run-agent.js';
+import { errorMessage } from '../core/errors.js';
 import { LogFileError, createLogger } from '../observability/logger.js';
 import { agentUsage, effectiveConfig, parseAgentArgs } from './agent-flags.js';
 import { packageVersion } from './common.js';
@@ -169,7 +170,7 @@ async function main(argv: string[]): Promise<number> {
       return EXIT.OK;
     }
     const code = err instanceof AgentStartError ? err.exitCode : EXIT.FATAL;
-    const text = err instanceof Error ? err.message : String(err);
+    const text = errorMessage(err);
     log.error({ exitCode: code, error: text }, 'start-up failed');
     await flushLogger(log);
     fail(text);

@@ -3,7 +3,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../core/paths.js';
 
 /** The package version from package.json. */
 export function packageVersion(): string {

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../core/paths.js';
 import { MAX_CONFIG_BYTES, parsePolicy } from '../faults/index.js';
 import { handleHelpAndVersion, packageVersion } from './common.js';
 import { checkConfig, renderConfigCheck } from './npuctl/config-check.js';

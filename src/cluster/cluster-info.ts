@@ -3,7 +3,7 @@
  * faults, Go-exact JSON per node, and chunking into ConfigMaps of about 800 KiB whose indices, once used, stay in
  * use. Pure.
  */
-import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../kube/go-json.js';
+import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 import { DEVICE_INFO_NAME_PREFIX } from '../kube/device-info.js';
 import { mostSevere, type DeviceFault, type FaultObject, type NodeDeviceView } from './device-view.js';
 

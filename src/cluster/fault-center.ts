@@ -6,7 +6,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.js';
+import { statusOf } from '../core/errors.js';
 import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
 import { ObjectWriteQueue } from '../kube/write-queue.js';
 import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
@@ -79,11 +80,6 @@ const DEVICE_INFO_SELECTOR = 'mx-consumer-cim=true';
 const STATE_KEY = 'state';
 /** Persisted state larger than this is written without the intake snapshot (ConfigMaps hold 1 MiB). */
 const MAX_STATE_BYTES = 900 * 1024;
-
-function statusOf(e: unknown): number | undefined {
-  const c = (e as { code?: unknown } | null)?.code;
-  return typeof c === 'number' ? c : undefined;
-}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

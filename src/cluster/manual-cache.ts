@@ -3,7 +3,7 @@
  * separated devices (`Total`, insertion order in memory, sorted when written) and per device the codes with their
  * `LastSeparateTime` (`Detail`). Pure.
  */
-import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../kube/go-json.js';
+import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 
 /** ConfigMap of the cache (§1.6). */
 export const MANUAL_INFO_CONFIGMAP = 'clusterd-manual-info-cm';

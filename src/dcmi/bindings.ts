@@ -13,15 +13,7 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** Root of the package: `src/dcmi/x.ts` and `dist/dcmi/x.js` are both two levels below it. */
-export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** Where `npm ci` puts the mock library (architecture §5). */
-export const MOCK_DCMI_LIBRARY = path.join(PROJECT_ROOT, 'build', 'Release', 'libdcmi.so');
-/** Where `npm ci` puts the mock `hccn_tool` (architecture §5). */
-export const MOCK_HCCN_TOOL = path.join(PROJECT_ROOT, 'build', 'Release', 'hccn_tool');
+import { PROJECT_ROOT } from '../core/paths.js';
 
 /** The error object the addon throws. */
 export interface NativeDcmiError extends Error {

@@ -4,6 +4,7 @@
  * typed objects. Every failure is a {@link DcmiError} carrying the numeric code.
  */
 import { inspect } from 'node:util';
+import { CARD_DROP_CODE } from '../core/chips.js';
 import { loadAddon, type DcmiAddon, type NativeDcmiLibrary, type NativeFaultRecord } from './bindings.js';
 import { DcmiCode, DcmiError, toDcmiError } from './errors.js';
 
@@ -22,8 +23,6 @@ export const DCMI_LIMITS = {
   invalidBoardValue: 0xffffffff,
 } as const;
 
-/** §5.5: synthetic card-drop code appended when health returns -8012. */
-export const CARD_DROP_CODE = 0x40f84e00;
 /** §4.7: the boot status that means "started". */
 export const BOOT_STATUS_STARTED = 16;
 /** §4.7 reset channels. */

@@ -18,8 +18,7 @@ export const AIC_BUS_CODE: FaultCode = 0x80c98009;
 export const AIV_BUS_CODE: FaultCode = 0x80cb8009;
 /** Chip reset finished: never a fault, marks the chip for re-sync (spec D.4). */
 export const RESET_FINISHED_CODE: FaultCode = 0x8c2fa009;
-/** Card drop, synthesised from a -8012 health reading (spec D.5). */
-export const CARD_DROP_CODE: FaultCode = 0x40f84e00;
+// Card drop (spec D.5) is src/core/chips.ts's CARD_DROP_CODE: the DCMI layer synthesises it.
 
 /** Parameter-plane (network) codes (spec D.6). */
 export const PARAMETER_PLANE_CODES: ReadonlySet<FaultCode> = new Set([

@@ -3,7 +3,14 @@
  * acceptance rules (F.1–F.4) and a report row for every rule so nothing is dropped silently.
  */
 import { parseHexCode, type FaultCode } from './codes.js';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText, type JsonNode, type ObjectFields } from './json-text.js';
+import {
+  GoDecoder,
+  JsonSyntaxError,
+  childPath,
+  parseJsonText,
+  type JsonNode,
+  type ObjectFields,
+} from '../core/json-text.js';
 import { DURATION_HANDLING, FREQUENCY_HANDLING, type FaultLevel } from './levels.js';
 import { MAX_CONFIG_BYTES, type ConfigProblem, type RuleStatus } from './problems.js';
 

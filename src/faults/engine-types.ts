@@ -4,7 +4,8 @@
 import type { FaultCode } from './codes.js';
 import type { Assertion } from './duration.js';
 import type { FaultLevel } from './levels.js';
-import type { RunMode, UpgradeReason, UpgradeType } from './upgrade-reasons.js';
+import type { UpgradeReason, UpgradeType } from './upgrade-reasons.js';
+import type { RunMode } from '../core/chips.js';
 
 export type { Assertion } from './duration.js';
 

@@ -35,15 +35,15 @@ import { levelOf, rankOf, type FaultLevel, type LevelRank } from './levels.js';
 import type { FaultPolicy } from './policy.js';
 import {
   AUTOFILL_CODE,
-  deviceName,
   parseManualNames,
   parseReasonsJson,
   reasonCode,
   reasonKey,
-  type RunMode,
   type UpgradeReason,
   type UpgradeType,
 } from './upgrade-reasons.js';
+import type { RunMode } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 
 const R = {
   Normal: rankOf('NormalNPU'),
@@ -936,7 +936,7 @@ export class FaultEngine {
   manualSeparationValue(): string {
     return this.order
       .filter((c) => this.manual.has(c.logicId))
-      .map((c) => deviceName(this.runMode, c.phyId))
+      .map((c) => chipName(this.runMode, c.phyId))
       .join(',');
   }
 
@@ -1119,7 +1119,7 @@ export class FaultEngine {
     return {
       logicId: chip.logicId,
       phyId: chip.phyId,
-      name: deviceName(this.runMode, chip.phyId),
+      name: chipName(this.runMode, chip.phyId),
       level: levelOf(chip.level),
       networkLevel: levelOf(chip.networkLevel),
       chipRaisedLevel: levelOf(chip.raisedChip),

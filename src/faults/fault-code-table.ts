@@ -2,7 +2,7 @@
  * `faultCode.json` (spec E.1): which level each fault code has, for chip codes and parameter-plane codes.
  */
 import { FormatTable, isNetworkCode, parseHexCode, type FaultCode } from './codes.js';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from './json-text.js';
+import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from '../core/json-text.js';
 import { rankOf, type FaultLevel, type LevelRank } from './levels.js';
 import { MAX_CONFIG_BYTES, type ConfigProblem } from './problems.js';
 

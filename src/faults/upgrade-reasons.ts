@@ -2,8 +2,9 @@
  * Upgrade reasons (spec G.4, G.5): why a chip's level was raised above its codes' own level, and the device-name
  * lists of the device-info ConfigMap that carry them (G.2).
  */
+import type { RunMode } from '../core/chips.js';
 import { parseHexCode, type FaultCode } from './codes.js';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from './json-text.js';
+import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from '../core/json-text.js';
 import { isFaultLevel, type FaultLevel } from './levels.js';
 
 /** The three upgrade types (spec G.4). */
@@ -32,14 +33,6 @@ export function reasonKey(r: Pick<UpgradeReason, 'fault_code' | 'fault_level' | 
 export function reasonCode(r: Pick<UpgradeReason, 'fault_code'>): FaultCode | null {
   const p = parseHexCode(r.fault_code);
   return p.ok ? p.value : null;
-}
-
-/** Run mode: the prefix of device names (spec G.2, H.5). */
-export type RunMode = 'Ascend910' | 'Ascend310P' | 'Ascend310';
-
-/** `Ascend910-3` for phy id 3 (spec H.5). */
-export function deviceName(runMode: RunMode, phyId: number): string {
-  return `${runMode}-${phyId}`;
 }
 
 /**

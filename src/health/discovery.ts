@@ -4,8 +4,7 @@
  * served (no chip info, no board info, unsupported kind): start-up fails with exit status 3.
  */
 import type { ChipAddress, Dcmi } from '../dcmi/dcmi.js';
-import type { ChipKind, NodeFacts } from '../kubelet/device-source.js';
-import { detectChipKind } from '../state/chip-kind.js';
+import { type ChipKind, type NodeFacts, detectChipKind } from '../core/chips.js';
 
 export class DiscoveryError extends Error {
   override readonly name = 'DiscoveryError';

@@ -11,8 +11,8 @@
  *   unknown keys are reported (Go ignores them silently; a misspelt key would otherwise go unnoticed).
  */
 import fs from 'node:fs';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText, preview, type JsonNode } from '../faults/json-text.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { GoDecoder, JsonSyntaxError, childPath, parseJsonText, preview, type JsonNode } from '../core/json-text.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 
 /** Upstream's path of the file (spec D.9). */
 export const DEFAULT_HANG_CONFIG_FILE = '/usr/local/hangDetectionConfig.json';

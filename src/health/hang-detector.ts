@@ -17,11 +17,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { errorMessage } from '../core/errors.js';
 import { UtilizationType, type ChipAddress } from '../dcmi/dcmi.js';
 import { parseHexCode, type FaultCode } from '../faults/codes.js';
 import type { FaultEvent } from '../faults/engine-types.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import type { Clock, TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
 import type { HangDetectionConfig } from './hang-config.js';
 
 /** The synthetic hang fault (spec D.9; `NotHandleFaultCodes` in the shipped faultCode.json). */
@@ -156,10 +157,6 @@ export function readClockTicksPerSecond(procRoot = '/proc'): number | undefined 
   return undefined;
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** The hang detector of one node. */
 export class HangDetector {
   readonly #o: HangDetectorOptions;
@@ -292,7 +289,7 @@ export class HangDetector {
     try {
       procs = this.#o.dcmi.getProcesses(chip.cardId, chip.deviceId);
     } catch (err) {
-      this.#inconclusiveLog(chip, st, `process query: ${errorText(err)}`);
+      this.#inconclusiveLog(chip, st, `process query: ${errorMessage(err)}`);
       return this.#reset(st) ? 'recover' : undefined; // upstream: as if no process
     }
     if (st.problem === 'process query') this.#problemGone(chip, st);
@@ -369,7 +366,7 @@ export class HangDetector {
       try {
         return this.#o.dcmi.getUtilizationRate(chip.cardId, chip.deviceId, type);
       } catch (err) {
-        missing.push(`${what} utilisation: ${errorText(err)}`);
+        missing.push(`${what} utilisation: ${errorMessage(err)}`);
         return undefined;
       }
     };
@@ -387,7 +384,7 @@ export class HangDetector {
         }
       } catch (err) {
         traffic = undefined;
-        missing.push(`RoCE traffic: ${errorText(err)}`);
+        missing.push(`RoCE traffic: ${errorMessage(err)}`);
       }
     }
     const cpuTicks = new Map<number, number>();

@@ -30,7 +30,6 @@ import { HANG_FAULT_CODE } from './hang-detector.js';
 import type { ChipAddress, FaultEvent as DcmiFaultEvent, FaultOverflow, FaultSubscription } from '../dcmi/dcmi.js';
 import type { LinkStatus } from '../dcmi/hccn.js';
 import {
-  CARD_DROP_CODE,
   HYPER_PLANE_CODES,
   LINK_DOWN_CODE,
   PARAMETER_PLANE_CODES,
@@ -39,11 +38,10 @@ import {
   parseHexCode,
   type FaultCode,
 } from '../faults/codes.js';
+import { CARD_DROP_CODE, type ChipKind, hasParameterPlane, subscribesToFaults } from '../core/chips.js';
 import type { Assertion, ChipView, FaultEvent } from '../faults/engine-types.js';
-import type { ChipKind } from '../kubelet/device-source.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { hasParameterPlane, subscribesToFaults } from '../state/chip-kind.js';
-import { sleep, type Clock, type TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { sleep, type Clock, type TimerHandle } from '../core/clock.js';
 
 /** The DCMI calls the monitor makes (a subset of `Dcmi`, so tests may stub it). */
 export interface HealthDcmi {

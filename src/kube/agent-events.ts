@@ -5,7 +5,7 @@
 import type { Transition, UpgradeReason } from '../faults/index.js';
 import type { AgentEvent } from './event-recorder.js';
 import { localTimeText } from './event-recorder.js';
-import { goMap, goSlice, goStruct, marshalGo, type GoValue } from './go-json.js';
+import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 
 /** A fault event as the health layer took it in a cycle (spec K.1). */
 export interface FaultEventInfo {

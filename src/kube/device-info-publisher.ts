@@ -10,16 +10,16 @@ import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import {
   checkManualValue,
-  deviceName,
   MAX_OPERATOR_VALUE_CHARS,
   parseManualNames,
   parseReasonsJson,
   type FaultEngine,
-  type RunMode,
   type Transition,
   type UpgradeReason,
 } from '../faults/index.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import type { RunMode } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
 import {
   buildDeviceInfo,
@@ -45,12 +45,12 @@ import {
 } from './write-policy.js';
 import {
   ObjectWriteQueue,
-  statusOf,
   systemQueueClock,
   type BackoffOptions,
   type QueueClock,
   type WriteQueueStats,
 } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 /** Field manager of our writes; other managers in `managedFields` name who edited the object. */
 export const AGENT_FIELD_MANAGER = 'ascend-npu-agent';
@@ -101,7 +101,7 @@ export function engineSeparationHost(
     chips: () =>
       engine
         .snapshot()
-        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, name: publicName(deviceName(runMode, v.phyId)) })),
+        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, name: publicName(chipName(runMode, v.phyId)) })),
     separated: () => engine.manuallySeparated(),
     release: (id) => engine.release(id),
     runCycle,
@@ -303,7 +303,7 @@ export class DeviceInfoPublisher {
     const names = new Map(this.#o.separation.chips().map((c) => [c.logicId, c.name]));
     for (const t of transitions) {
       if (t.kind !== 'reasons-removed' || !t.k8sEvent) continue;
-      const name = names.get(t.logicId) ?? deviceName(this.#o.runMode, t.logicId);
+      const name = names.get(t.logicId) ?? chipName(this.#o.runMode, t.logicId);
       const list = this.#pendingRemoved.get(name) ?? [];
       list.push(...t.reasons);
       this.#pendingRemoved.set(name, list.slice(-64));
@@ -314,7 +314,7 @@ export class DeviceInfoPublisher {
   confirmedManualSeparation(): string | undefined {
     if (this.#confirmed === undefined) return undefined;
     const byPhy = new Map(this.#o.separation.chips().map((c) => [c.phyId, c.name]));
-    return [...this.#confirmed].map((p) => byPhy.get(p) ?? deviceName(this.#o.runMode, p)).join(',');
+    return [...this.#confirmed].map((p) => byPhy.get(p) ?? chipName(this.#o.runMode, p)).join(',');
   }
 
   /** Queue counters plus the publisher's own. */

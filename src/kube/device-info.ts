@@ -6,7 +6,7 @@
  * Every level in the view is computed by the fault engine (spec E.4); this module only arranges and serialises.
  */
 import type { FaultLevel } from '../faults/levels.js';
-import { goMap, goSha256Hex, goSlice, goStruct, marshalGo, type GoValue } from './go-json.js';
+import { goMap, goSha256Hex, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 
 /** Namespace of the ConfigMap (spec H.1). */
 export const DEVICE_INFO_NAMESPACE = 'kube-system';

@@ -13,7 +13,6 @@
 import {
   AUTOFILL_CODE,
   checkManualValue,
-  deviceName,
   importEngineState,
   MANUAL_LOGIC_ID_MAX,
   parseManualNames,
@@ -22,9 +21,10 @@ import {
   RELEASE_NEVER,
   type EngineStateJson,
   type FaultEngine,
-  type RunMode,
   type Transition,
 } from '../faults/index.js';
+import type { RunMode } from '../core/chips.js';
+import { chipName } from '../core/device-names.js';
 import { boundedText } from './agent-events.js';
 import type { StartupValues } from './device-info-publisher.js';
 import type { PersistedState } from './engine-state-persistence.js';
@@ -140,6 +140,6 @@ function separatedByReasons(upgradeFaultReason: string, runMode: RunMode): strin
   for (const [phy, list] of reasons) if (list.some((r) => r.fault_level === 'ManuallySeparateNPU')) phys.push(phy);
   return phys
     .sort((a, b) => a - b)
-    .map((p) => deviceName(runMode, p))
+    .map((p) => chipName(runMode, p))
     .join(',');
 }

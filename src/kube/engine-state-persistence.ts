@@ -20,8 +20,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { exportEngineState, MAX_CONFIG_BYTES, type EngineStateJson, type FaultEngine } from '../faults/index.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import type { EventSink } from './event-recorder.js';
 
 /** Name of the file in the state folder. */

@@ -11,8 +11,8 @@ import {
   type ChipView,
   type FaultEngine,
   type FaultLevel,
-  type RunMode,
 } from '../faults/index.js';
+import type { RunMode } from '../core/chips.js';
 import type { DeviceInfoChip, DeviceInfoView, UpgradeReasonView } from './device-info.js';
 
 /** Node-wide facts and extra inputs of the view. */

@@ -7,7 +7,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import Bottleneck from 'bottleneck';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 
 /** One Event to create. */
 export interface AgentEvent {

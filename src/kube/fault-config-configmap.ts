@@ -15,7 +15,7 @@ import {
   type FaultCodeTable,
   type FaultPolicy,
 } from '../faults/index.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { rejectedInputEvent } from './agent-events.js';
 import type { EventSink } from './event-recorder.js';
 import { ListWatch, type WatchFn } from './list-watch.js';

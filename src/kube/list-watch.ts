@@ -7,16 +7,16 @@
  * an operator's edit made right after an outage is seen within about a second, not after up to 30 s).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import {
   backoffDelay,
   RetryTimer,
-  statusOf,
   systemQueueClock,
   type ApiRecovery,
   type BackoffOptions,
   type QueueClock,
 } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 /** A list answer: the objects and the collection's resourceVersion. */
 export interface ListResult<T> {

@@ -6,10 +6,10 @@
  * schedulable list, `-NetworkUnhealthy` stays sticky until the operator removes the chip from `-NetworkRecover`).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import type { ChipKind } from '../kubelet/device-source.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import type { ChipKind } from '../core/chips.js';
 import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
-import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from './go-json.js';
+import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from '../core/go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import { systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';

@@ -7,14 +7,14 @@
  * pod-resources answer.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../kubelet/device-names.js';
-import type { PodCache, PodView } from '../kubelet/pod-cache.js';
-import type { PodDevices } from '../kubelet/podresources-client.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../core/device-names.js';
+import type { PodCache, PodView, PodDevices } from '../core/pods.js';
 import { joinSorted } from './device-info.js';
 import { MERGE_PATCH } from './merge-patch.js';
-import { goSlice, goStruct, marshalGo, type GoValue } from './go-json.js';
-import { statusOf, systemQueueClock, type QueueClock } from './write-queue.js';
+import { goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { systemQueueClock, type QueueClock } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
 
 export const ANNOTATION_KLT_DEV = 'huawei.com/kltDev';
 export const ANNOTATION_ASCEND_REAL = 'huawei.com/AscendReal';

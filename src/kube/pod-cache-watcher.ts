@@ -4,8 +4,8 @@
  * (D.7) and of the device-info schedulable list (H.3), read from the Volcano annotations (I.4).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../kubelet/pod-cache.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../core/pods.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import type { BackoffOptions, QueueClock } from './write-queue.js';

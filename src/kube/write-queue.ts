@@ -1,3 +1,4 @@
+import { errorMessage, statusOf } from '../core/errors.js';
 /**
  * One write queue per Kubernetes object (architecture §2): callers hand over the object's desired state and return
  * at once; the queue writes it through a supplied writer, keeping at most one pending state (the last one wins),
@@ -87,15 +88,6 @@ export interface WriteQueueStats {
   nextRetryAtMs: number | undefined;
   lastWriteAtMs: number | undefined;
   lastError: string | undefined;
-}
-
-/** HTTP status of a writer error, or undefined for a network error. */
-export function statusOf(error: unknown): number | undefined {
-  if (error === null || typeof error !== 'object') return undefined;
-  const e = error as { code?: unknown; statusCode?: unknown };
-  if (typeof e.code === 'number') return e.code;
-  if (typeof e.statusCode === 'number') return e.statusCode;
-  return undefined;
 }
 
 /** Delay before retry number `attempt` (1-based): exponential, capped, with jitter (see {@link BackoffOptions}). */
@@ -535,6 +527,6 @@ export class ObjectWriteQueue<T> {
 
 function describe(e: unknown): string {
   const status = statusOf(e);
-  const msg = e instanceof Error ? e.message : String(e);
+  const msg = errorMessage(e);
   return status === undefined ? msg : `HTTP ${status}: ${msg}`;
 }

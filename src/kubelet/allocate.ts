@@ -5,18 +5,20 @@
  */
 import type { ContainerAllocateResponse } from '../generated/deviceplugin/v1beta1/ContainerAllocateResponse.js';
 import type { DeviceSpec } from '../generated/deviceplugin/v1beta1/DeviceSpec.js';
-import { MAX_DEVICE_ID_LENGTH, isVirtualName, resourceName } from './device-names.js';
+import { isVirtualName, resourceName } from '../core/device-names.js';
 import { ubNodes, type DeviceNodeProbe, type DeviceNodeSpec } from './device-nodes.js';
 import { chipCount, type DeviceSnapshot, type KubeletDevice } from './device-source.js';
 import { failedPrecondition, invalidArgument } from './errors.js';
 import type { KubeletRealMap } from './list-watch-view.js';
-import type { Logger } from './logger.js';
-import type { PodCache } from './pod-cache.js';
+import type { Logger } from '../core/logger.js';
+import type { PodCache } from '../core/pods.js';
 import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
 
 /** Spec C.3 input limits. */
 export const MAX_CONTAINER_REQUESTS = 300_000;
 export const MAX_IDS_PER_CONTAINER = 800;
+/** Longest device ID Allocate accepts (spec C.3). */
+export const MAX_DEVICE_ID_LENGTH = 50;
 
 /** How the allocator behaves; taken from the flags by the CLI. */
 export interface AllocatorOptions {

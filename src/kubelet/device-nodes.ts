@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ChipKind } from './device-source.js';
+import type { ChipKind } from '../core/chips.js';
 import { DeviceNodeMissingError } from './errors.js';
 
 /** A device node to mount: host path (under `-devDir`) and the path inside the container (under `/dev`). */

@@ -3,13 +3,10 @@
  * notification. The state store (issue [E]) implements {@link DeviceSource}; tests and the simulator use
  * {@link MutableDeviceSource}.
  */
+import type { NodeFacts } from '../core/chips.js';
 
 /** Health as kubelet understands it (device-plugin API constants). */
 export type DeviceHealth = 'Healthy' | 'Unhealthy';
-
-/** Chip kinds of spec B.2. */
-export type ChipKind =
-  'Ascend910' | 'Ascend910B' | 'Ascend910A3' | 'Ascend910A5' | 'Ascend310P' | 'Ascend310' | 'Ascend310B';
 
 /** One device as advertised to kubelet (a chip, a static vNPU or one share of a chip). */
 export interface KubeletDevice {
@@ -27,17 +24,6 @@ export interface KubeletDevice {
   readonly manuallySeparated: boolean;
   /** NUMA node of the chip when known (spec C.2). */
   readonly numaNode?: number;
-}
-
-/** Node-wide facts the kubelet layer needs (topology, default device nodes). */
-export interface NodeFacts {
-  readonly chipKind: ChipKind;
-  /** DCMI board id of logic id 0 (spec J.3); 0 when unknown. */
-  readonly boardId: number;
-  /** 910A3: card id → card id of its brother card (`dcmi_get_netdev_brother_device`, spec J.3). */
-  readonly brotherCards?: Readonly<Record<number, number>>;
-  /** Product type strings from DCMI (spec A.2 step 4.6), e.g. `Atlas 200I SoC A1`. */
-  readonly productTypes?: readonly string[];
 }
 
 /** An immutable view of the devices at one moment. */

@@ -17,11 +17,11 @@ import type { PreferredAllocationRequest__Output } from '../generated/deviceplug
 import type { PreferredAllocationResponse } from '../generated/deviceplugin/v1beta1/PreferredAllocationResponse.js';
 import type { PreStartContainerResponse } from '../generated/deviceplugin/v1beta1/PreStartContainerResponse.js';
 import { Allocator, MAX_CONTAINER_REQUESTS, type AllocatorDeps, type AllocatorOptions } from './allocate.js';
-import { isVirtualName, resourceName } from './device-names.js';
+import { isVirtualName, resourceName } from '../core/device-names.js';
 import type { DeviceSnapshot, DeviceSource, KubeletDevice } from './device-source.js';
 import { invalidArgument, KubeletRequestError } from './errors.js';
 import { advertise, KubeletRealMap, toWire, wireKey, type AdvertisedDevice } from './list-watch-view.js';
-import { NOOP_LOGGER, type Logger } from './logger.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { preferredAllocation } from './preferred-allocation.js';
 import { loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkSocketPath, removeStale, socketIdentity } from './unix-socket.js';

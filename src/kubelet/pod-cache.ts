@@ -1,42 +1,8 @@
 /**
- * The pod cache as the volcano pick of Allocate sees it (spec C.3, I.4, I.6). The Kubernetes adapter (issue [E])
- * implements {@link PodCache} over its informer; tests and the simulator use {@link InMemoryPodCache}.
+ * An in-memory pod cache for tests and the simulator. The {@link PodCache} the volcano pick of Allocate reads is
+ * core vocabulary (src/core/pods.ts); the Kubernetes adapter implements it over its informer.
  */
-
-/** Value Volcano's `predicate-time` is set to once a pod has been picked (2^64-1, spec C.3 step 3). */
-export const PREDICATE_TIME_USED = '18446744073709551615';
-
-/** Annotation written by Volcano with the scheduling time (unsigned decimal). */
-export const PREDICATE_TIME_ANNOTATION = 'predicate-time';
-
-/** The parts of a pod bound to this node that the pick looks at. */
-export interface PodView {
-  readonly uid: string;
-  readonly namespace: string;
-  readonly name: string;
-  readonly annotations: Readonly<Record<string, string>>;
-  /** `resources.limits` of each container, as numbers (a quantity that is not an integer is NaN). */
-  readonly containerLimits: readonly Readonly<Record<string, number>>[];
-  /** `metadata.deletionTimestamp` is set. */
-  readonly deleting: boolean;
-  /** `state.waiting.message` of every waiting container. */
-  readonly waitingMessages: readonly string[];
-  /** `status.reason`, e.g. `UnexpectedAdmissionError`. */
-  readonly statusReason?: string;
-}
-
-/** Pods on this node, plus the one write the pick needs. */
-export interface PodCache {
-  /** Pods on this node as the cache knows them now. */
-  pods(): readonly PodView[];
-  /** Lists the node's active pods live (spec C.3 step 1, last attempt); optional. */
-  listLive?(): Promise<readonly PodView[]>;
-  /**
-   * Marks the pod as consumed: patches `predicate-time` to {@link PREDICATE_TIME_USED} on the API server and in
-   * the cache. Rejects when the patch fails.
-   */
-  markAllocated(pod: PodView): Promise<void>;
-}
+import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../core/pods.js';
 
 /** In-memory {@link PodCache} for tests and the simulator. */
 export class InMemoryPodCache implements PodCache {

@@ -4,6 +4,7 @@
  * without reconnect logic; every call has a deadline.
  */
 import * as grpc from '@grpc/grpc-js';
+import type { PodDevices } from '../core/pods.js';
 import type { AllocatableResourcesResponse__Output } from '../generated/podresources/v1/AllocatableResourcesResponse.js';
 import type { ListPodResourcesResponse__Output } from '../generated/podresources/v1/ListPodResourcesResponse.js';
 import type { PodResourcesListerClient } from '../generated/podresources/v1/PodResourcesLister.js';
@@ -20,14 +21,6 @@ export interface PodResourcesClientOptions {
   readonly timeoutMs?: number;
   /** Largest response accepted (default 16 MiB). */
   readonly maxReceiveBytes?: number;
-}
-
-/** Devices one pod holds for one resource (spec I.5). */
-export interface PodDevices {
-  readonly namespace: string;
-  readonly name: string;
-  readonly resourceName: string;
-  readonly deviceIds: readonly string[];
 }
 
 /** Pod-resources v1 client. */

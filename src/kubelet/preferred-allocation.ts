@@ -3,7 +3,8 @@
  * `mustInclude`, keeping the choice inside one topology group when it fits, best fit first, healthy devices only.
  * The rule and examples are in docs/allocation.md.
  */
-import type { KubeletDevice, NodeFacts } from './device-source.js';
+import type { KubeletDevice } from './device-source.js';
+import type { NodeFacts } from '../core/chips.js';
 import { invalidArgument } from './errors.js';
 import { allocationPath } from './topology.js';
 

@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../core/paths.js';
 import type { ProtoGrpcType as DevicePluginProto } from '../generated/deviceplugin/api.js';
 import type { ProtoGrpcType as PodResourcesProto } from '../generated/podresources/api.js';
 

@@ -2,7 +2,8 @@
  * Topology groups of chips: the reset groups of spec J.3, and the allocation hierarchy that
  * GetPreferredAllocation keeps a request inside (docs/allocation.md).
  */
-import type { KubeletDevice, NodeFacts } from './device-source.js';
+import type { KubeletDevice } from './device-source.js';
+import type { NodeFacts } from '../core/chips.js';
 
 /** 910B boards whose chips are separate PCIe cards without HCCS between them (spec J.3). */
 export const STANDALONE_910B_BOARDS: ReadonlySet<number> = new Set([0x28, 0x29, 0x33, 0x3c]);

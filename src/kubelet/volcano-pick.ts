@@ -5,7 +5,7 @@
  */
 import { status } from '@grpc/grpc-js';
 import { failedPrecondition, KubeletRequestError } from './errors.js';
-import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from './pod-cache.js';
+import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../core/pods.js';
 
 const U64_MAX = 2n ** 64n - 1n;
 /** Spec C.3 step 2: a container limit outside [0, 3600] makes the pod ineligible. */

@@ -26,9 +26,10 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { ChipKind } from '../kubelet/device-source.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../state/clock.js';
+import type { ChipKind } from '../core/chips.js';
+import { errorMessage } from '../core/errors.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import { deviceAnnotationKey, taskNameOf } from './tasks.js';
 import type { ConfigMapCache, ConfigMapObject, ResetPod } from './types.js';
 
@@ -136,10 +137,6 @@ function errnoOf(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err ? String(err.code) : undefined;
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /** Writes `data` to `file` through a temporary file in the same folder and a rename (never a half file). */
 async function writeAtomic(file: string, data: string): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
@@ -221,7 +218,7 @@ export class ResetFileSync {
     try {
       paths = this.paths(pod.namespace, job);
     } catch (err) {
-      this.#log.warn({ pod: podKey, err: messageOf(err) }, 'file landing: refused pod');
+      this.#log.warn({ pod: podKey, err: errorMessage(err) }, 'file landing: refused pod');
       return;
     }
     const jobKey = `${pod.namespace}/${job}`;
@@ -343,7 +340,7 @@ export class ResetFileSync {
         failed = true;
         rec.failures += 1;
         this.#log.warn(
-          { namespace: rec.namespace, job: rec.job, attempt: rec.failures, err: messageOf(err) },
+          { namespace: rec.namespace, job: rec.job, attempt: rec.failures, err: errorMessage(err) },
           'file landing: sync failed',
         );
       }

@@ -29,9 +29,8 @@
  * in (910A3 only) and `resetRecord`'s Events are the engine's own.
  */
 import type { FaultLevel } from '../faults/levels.js';
-import type { Logger } from '../kubelet/logger.js';
-import { NOOP_LOGGER } from '../kubelet/logger.js';
-import { sleep, type Clock, type TimerHandle } from '../state/clock.js';
+import { type Logger, NOOP_LOGGER } from '../core/logger.js';
+import { sleep, type Clock, type TimerHandle } from '../core/clock.js';
 import type { ResetCoordinator } from './coordinator.js';
 import type { ResetDev, ResetInfoManager } from './reset-info.js';
 import { resetGroup } from './rings.js';

@@ -18,8 +18,9 @@
  * `failed/isolate`. An episode that was writing its failure writes it (unless the ConfigMap already isolates); one
  * saved before its first write finished starts over (first write, then its flow).
  */
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import { sleep, type TimerHandle } from '../state/clock.js';
+import { errorMessage } from '../core/errors.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { sleep, type TimerHandle } from '../core/clock.js';
 import {
   MAX_RESET_COUNT,
   execResetDevice,
@@ -119,7 +120,6 @@ interface Ended {
 
 type Outcome = 'recovered' | 'failed' | 'not-started';
 
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const sameIds = (a: readonly number[], b: readonly number[]): boolean =>
   a.length === b.length && a.every((x, i) => x === b[i]);
 const policyLevelOf = (policy: string): number => POLICY_LEVEL[policy as keyof typeof POLICY_LEVEL] ?? 6;
@@ -314,7 +314,7 @@ export class OnlineResetEngine {
     try {
       tp = taskPolicy(list);
     } catch (e) {
-      return this.#problem(task, message(e)); // HR-18: skipped this cycle
+      return this.#problem(task, errorMessage(e)); // HR-18: skipped this cycle
     }
     if (tp.level !== 2 && tp.level !== 3 && tp.level !== 5) return; // §3.2 policyLevelHandle (level 6: HR-17)
     const policy = tp.policy as FlowPolicy;
@@ -328,7 +328,7 @@ export class OnlineResetEngine {
       inReset = isTaskInResetByOthers(cm);
       ranks = ranksOf(cm!);
     } catch (e) {
-      const what = e instanceof ResetConfigMapError ? e.message : `${task.namespace}/${cmName}: ${message(e)}`;
+      const what = e instanceof ResetConfigMapError ? e.message : `${task.namespace}/${cmName}: ${errorMessage(e)}`;
       return this.#problem(task, `reset ConfigMap unusable, task not handled online: ${what}`);
     }
     // D5 / D8: a ConfigMap that holds an isolation decision is not written again until it is cleared (§2.6)
@@ -342,7 +342,7 @@ export class OnlineResetEngine {
     try {
       chips = this.#episodeChips(task, list, policy);
     } catch (e) {
-      return this.#problem(task, `no reset ring: ${message(e)}`);
+      return this.#problem(task, `no reset ring: ${errorMessage(e)}`);
     }
     if (!this.#o.coordinator.tryAcquire(chips.ringChips, onlineOwner(task.name))) {
       this.#log.debug({ task: task.name, chips: chips.ringChips }, 'ring held by another reset; retried next cycle');
@@ -440,11 +440,11 @@ export class OnlineResetEngine {
         });
         await sleep(this.#o.clock, this.#o.timings.waitProcessReadCm);
       } catch (e) {
-        this.#log.warn({ task: task.name }, `cross-node isolation write failed: ${message(e)}`);
+        this.#log.warn({ task: task.name }, `cross-node isolation write failed: ${errorMessage(e)}`);
         this.#event(task.pod, {
           type: 'Warning',
           reason: 'ResetFailed',
-          message: `task ${task.name}: cross-node isolation write failed: ${message(e)}`,
+          message: `task ${task.name}: cross-node isolation write failed: ${errorMessage(e)}`,
         });
       } finally {
         this.#crossNode.delete(task.name);
@@ -491,7 +491,7 @@ export class OnlineResetEngine {
       await this.#write(ep.task, ep.namespace, ranks, true, 1);
     } catch (e) {
       const task = this.#tasks.get(ep.task);
-      if (task !== undefined) this.#problem(task, `first reset ConfigMap write failed: ${message(e)}`);
+      if (task !== undefined) this.#problem(task, `first reset ConfigMap write failed: ${errorMessage(e)}`);
       return false;
     }
     this.#log.info(
@@ -510,7 +510,7 @@ export class OnlineResetEngine {
         ranks.map((r) => r.RankId),
       ); // §2.5: NotFound is silently skipped by the writer
     } catch (e) {
-      this.#log.warn({ task: ep.task }, `fault-config write failed: ${message(e)}`);
+      this.#log.warn({ task: ep.task }, `fault-config write failed: ${errorMessage(e)}`);
     }
     this.#checkpoint(ep);
     return true;
@@ -590,7 +590,7 @@ export class OnlineResetEngine {
         await isRingResetComplete(this.#context(ep), chip, ep.distributed);
       } catch (e) {
         if (e instanceof EpisodeAbandoned || e instanceof EngineStopped) throw e;
-        throw new FlowFailure(`after an agent restart the ring did not finish booting: ${message(e)}`);
+        throw new FlowFailure(`after an agent restart the ring did not finish booting: ${errorMessage(e)}`);
       }
     }
   }
@@ -648,7 +648,7 @@ export class OnlineResetEngine {
       await execResetDevice(this.#context(ep), targets, ep.distributed, this.#limits);
     } catch (e) {
       if (e instanceof EpisodeAbandoned) throw e;
-      throw new FlowFailure(`reset failed: ${message(e)}`);
+      throw new FlowFailure(`reset failed: ${errorMessage(e)}`);
     }
     this.#o.hooks.markNeedsResync(ep.taskChips);
     this.#enter(ep, 'refreshing');
@@ -690,7 +690,7 @@ export class OnlineResetEngine {
     try {
       await this.#writeEpisode(ep, ep.snapshot, policy, 'recovered');
     } catch (e) {
-      throw new FlowFailure(`the recovered write failed: ${message(e)} (D5)`);
+      throw new FlowFailure(`the recovered write failed: ${errorMessage(e)} (D5)`);
     }
     this.#log.info({ task: ep.task, policy }, 'reset episode recovered');
     this.#event(ep.pod, {
@@ -705,7 +705,9 @@ export class OnlineResetEngine {
   /** Failure path: one `failed/isolate/<initial>` write (D6; 3 tries, D5), a Warning Event, WaitProcessReadCMTime. */
   async #fail(ep: Episode, cause: unknown): Promise<void> {
     const reason =
-      cause instanceof EpisodeAbandoned || cause instanceof FlowFailure ? cause.message : `error: ${message(cause)}`;
+      cause instanceof EpisodeAbandoned || cause instanceof FlowFailure
+        ? cause.message
+        : `error: ${errorMessage(cause)}`;
     ep.outcome = 'failed';
     this.#enter(ep, 'writingResult');
     let written = false;
@@ -715,7 +717,7 @@ export class OnlineResetEngine {
         await this.#writeEpisode(ep, ep.list, 'isolate', 'failed');
         written = true;
       } catch (e) {
-        writeError = `; the failed/isolate write failed too: ${message(e)}`;
+        writeError = `; the failed/isolate write failed too: ${errorMessage(e)}`;
       }
     }
     this.#log.warn({ task: ep.task }, `reset episode failed: ${reason}${writeError}`);
@@ -734,7 +736,7 @@ export class OnlineResetEngine {
       try {
         this.#o.coordinator.release(ep.ringChips, onlineOwner(ep.task));
       } catch (e) {
-        this.#log.error({ task: ep.task }, `coordinator release failed: ${message(e)}`);
+        this.#log.error({ task: ep.task }, `coordinator release failed: ${errorMessage(e)}`);
       }
     }
     if (outcome !== 'not-started') {
@@ -786,7 +788,7 @@ export class OnlineResetEngine {
         return;
       } catch (e) {
         if (i >= tries || (e instanceof ResetConfigMapError && e.reason !== 'not-found')) throw e;
-        this.#log.warn({ task, attempt: i }, `reset ConfigMap write failed, retrying: ${message(e)}`);
+        this.#log.warn({ task, attempt: i }, `reset ConfigMap write failed, retrying: ${errorMessage(e)}`);
         await sleep(this.#o.clock, this.#o.timings.pollInterval);
       }
     }
@@ -880,7 +882,7 @@ export class OnlineResetEngine {
     try {
       this.#o.events?.record(pod === undefined ? e : { ...e, pod: { namespace: pod.namespace, name: pod.name } });
     } catch (err) {
-      this.#log.warn(`reset event not recorded: ${message(err)}`);
+      this.#log.warn(`reset event not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -892,7 +894,7 @@ export class OnlineResetEngine {
       try {
         l();
       } catch (e) {
-        this.#log.warn(`reset onChange listener failed: ${message(e)}`);
+        this.#log.warn(`reset onChange listener failed: ${errorMessage(e)}`);
       }
     }
   }
@@ -919,7 +921,7 @@ export class OnlineResetEngine {
     try {
       this.#o.store.save(records);
     } catch (e) {
-      this.#log.warn(`reset episodes not persisted: ${message(e)}`);
+      this.#log.warn(`reset episodes not persisted: ${errorMessage(e)}`);
     }
   }
 
@@ -929,7 +931,7 @@ export class OnlineResetEngine {
     try {
       raw = this.#o.store?.load();
     } catch (e) {
-      this.#log.error(`persisted reset episodes not readable, ignored: ${message(e)}`);
+      this.#log.error(`persisted reset episodes not readable, ignored: ${errorMessage(e)}`);
       return;
     }
     if (raw === undefined) return;
@@ -942,8 +944,8 @@ export class OnlineResetEngine {
       try {
         r = parseEpisodeRecord(item, i);
       } catch (e) {
-        this.#log.error(`${message(e)}; ignored`);
-        this.#event(undefined, { type: 'Warning', reason: 'ResetTaskSkipped', message: `${message(e)}; ignored` });
+        this.#log.error(`${errorMessage(e)}; ignored`);
+        this.#event(undefined, { type: 'Warning', reason: 'ResetTaskSkipped', message: `${errorMessage(e)}; ignored` });
         return;
       }
       if (this.#episodes.has(r.task)) {

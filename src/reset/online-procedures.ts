@@ -5,8 +5,9 @@
  * episode's abortable sleep and every await is followed by its checkpoint, so an abandoned episode stops at its next
  * step.
  */
-import type { Logger } from '../kubelet/logger.js';
-import type { Clock } from '../state/clock.js';
+import { errorMessage } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { Clock } from '../core/clock.js';
 import type { ChipState, TaskState } from './online-types.js';
 import type { OnlineTimings, ResetDcmi, ResetEvent, RingFacts } from './types.js';
 import { a3Group, arithmeticRing } from './rings.js';
@@ -53,7 +54,6 @@ export interface ResetLimits {
   count(logicId: number): void;
 }
 
-const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const asError = (e: unknown): Error => (e instanceof Error ? e : new ResetStepError(String(e)));
 
 /**
@@ -153,7 +153,7 @@ export async function isRingResetComplete(ctx: ProcedureContext, chip: number, c
       try {
         boot = await ctx.dcmi.getBootStatus(id);
       } catch (e) {
-        throw new ResetStepError(`ring of chip ${chip}: boot status of chip ${id} failed: ${message(e)}`, {
+        throw new ResetStepError(`ring of chip ${chip}: boot status of chip ${id} failed: ${errorMessage(e)}`, {
           cause: e,
         });
       } finally {
@@ -199,14 +199,14 @@ export async function tryResetDevice(ctx: ProcedureContext, chip: number): Promi
     }
     ctx.checkpoint();
     if (ok) return;
-    ctx.logger.warn({ logicId: chip, attempt: i + 1, err: message(last) }, 'in-band reset failed');
+    ctx.logger.warn({ logicId: chip, attempt: i + 1, err: errorMessage(last) }, 'in-band reset failed');
     const pause = ctx.timings.resetBackoff[i];
     if (pause !== undefined) {
       await ctx.sleep(pause);
       ctx.checkpoint();
     }
   }
-  throw new ResetStepError(`in-band reset of chip ${chip} failed ${attempts} times: ${message(last)}`, {
+  throw new ResetStepError(`in-band reset of chip ${chip} failed ${attempts} times: ${errorMessage(last)}`, {
     cause: last,
   });
 }
@@ -220,7 +220,7 @@ export async function resetDeviceOutBand(ctx: ProcedureContext, chip: number): P
     try {
       return await f();
     } catch (e) {
-      throw new ResetStepError(`out-of-band reset of chip ${chip}: ${what} failed: ${message(e)}`, { cause: e });
+      throw new ResetStepError(`out-of-band reset of chip ${chip}: ${what} failed: ${errorMessage(e)}`, { cause: e });
     } finally {
       ctx.checkpoint();
     }
@@ -272,7 +272,7 @@ export async function execResetDevice(
   if (failures.length === 0) return;
   if (ctx.facts.kind !== 'Ascend910A3') {
     for (const f of failures) {
-      ctx.event({ type: 'Warning', reason: 'ResetChipFailed', message: `chip ${f.chip}: ${message(f.error)}` });
+      ctx.event({ type: 'Warning', reason: 'ResetChipFailed', message: `chip ${f.chip}: ${errorMessage(f.error)}` });
     }
     throw asError(failures[0]!.error);
   }

@@ -4,8 +4,8 @@
  * JSON-friendly status it reports to metrics and `npuctl status`. Nothing here has behaviour except the validation
  * of a persisted record.
  */
-import type { Logger } from '../kubelet/logger.js';
-import type { Clock } from '../state/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Clock } from '../core/clock.js';
 import type { ResetCoordinator } from './coordinator.js';
 import type { RankSource, ResetConfigMapWriter } from './reset-configmap.js';
 import type { ChipStateHooks, ConfigMapCache, OnlineTimings, ResetDcmi, ResetEvent, RingFacts } from './types.js';

@@ -3,8 +3,7 @@
  * to policies and policy levels, a task's policy, and the `GraceToleranceOn` gate of §1.2. Pure.
  */
 import type { FaultLevel } from '../faults/levels.js';
-import type { ChipKind } from '../kubelet/device-source.js';
-import { runModeOf } from '../state/chip-kind.js';
+import { type ChipKind, runModeOf } from '../core/chips.js';
 import type { HotResetMode, PolicyLevel, ResetPolicy } from './types.js';
 
 /** §1.4 policy → policy level. */

@@ -12,8 +12,8 @@
  *   applied to `fault-config-<task>` (keys other than `fault-npus` and `checkCode` are kept).
  */
 import { createHash } from 'node:crypto';
-import { goSlice, goStruct, marshalGo, type GoStruct } from '../kube/go-json.js';
-import { childPath, kindName, parseJsonText, preview, type JsonNode } from '../faults/json-text.js';
+import { goSlice, goStruct, marshalGo, type GoStruct } from '../core/go-json.js';
+import { childPath, kindName, parseJsonText, preview, type JsonNode } from '../core/json-text.js';
 import { needsReset, policyLevel } from './policy.js';
 import type { ConfigMapApi, ConfigMapObject } from './types.js';
 

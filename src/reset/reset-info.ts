@@ -7,10 +7,10 @@
  * {@link NodeAnnotationApi} — unlike upstream, which patches the Node every cycle even when nothing changed, only
  * when the value changed (a failed write is retried on the next {@link ResetInfoManager.flush}).
  */
-import type { Logger } from '../kubelet/logger.js';
-import { NOOP_LOGGER } from '../kubelet/logger.js';
-import { goSlice, goStruct, marshalGo } from '../kube/go-json.js';
-import { sleep, type Clock } from '../state/clock.js';
+import { errorMessage } from '../core/errors.js';
+import { type Logger, NOOP_LOGGER } from '../core/logger.js';
+import { goSlice, goStruct, marshalGo } from '../core/go-json.js';
+import { sleep, type Clock } from '../core/clock.js';
 import type { NodeAnnotationApi } from './types.js';
 
 /** Annotation key on the Node (§4.3). */
@@ -72,7 +72,7 @@ export function parseResetInfo(text: string | undefined): ParsedResetInfo {
   try {
     return { info: decode(JSON.parse(text)) };
   } catch (e) {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = errorMessage(e);
     return { info: EMPTY_RESET_INFO, warning: `annotation ${RESET_INFO_ANNOTATION} is not usable (${why})` };
   }
 }

@@ -10,8 +10,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import type { Clock, TimerHandle } from '../state/clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
 import { ResetCoordinator } from './coordinator.js';
 import { ResetFileSync } from './file-sync.js';
 import { DEFAULT_OFFLINE_TIMINGS, OfflineResetEngine } from './offline-engine.js';

@@ -7,7 +7,7 @@
  * - the *reset group* of HEAD's offline engine ({@link resetGroup}, §J.3), which on 910A3 is the 4-chip association
  *   ({@link a3Group}) and on a node with an Atlas 300I Duo card is the card.
  */
-import type { ChipKind } from '../kubelet/device-source.js';
+import type { ChipKind } from '../core/chips.js';
 import type { DeviceUsage, ResetChip, RingFacts } from './types.js';
 
 /** §1.3: 910B boards that make a node an inference node (non-HCCS inference boards and the Atlas 200L A2). */

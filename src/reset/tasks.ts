@@ -3,8 +3,8 @@
  * which pods are tasks, which chips they hold and which rank each chip carries. Pure; the phy → logic conversion
  * comes in as a function. Rebuilt every cycle by the online engine.
  */
-import type { ChipKind } from '../kubelet/device-source.js';
-import { phyIdOfName } from '../kubelet/device-names.js';
+import type { ChipKind } from '../core/chips.js';
+import { phyIdOfName } from '../core/device-names.js';
 import type { DeviceUsage, ResetPod } from './types.js';
 
 /** One rank of a task on this node (§1.3 step 5). */

@@ -4,7 +4,7 @@
  * `refillMs` (6 h) have passed since the last refill the bucket is set back to full, lazily, on the next access.
  * A chip's bucket is created full, with "last refill" = the moment of its first access.
  */
-import type { Clock } from '../state/clock.js';
+import type { Clock } from '../core/clock.js';
 
 /** Options of {@link ChipTokenBuckets}. */
 export interface TokenBucketOptions {

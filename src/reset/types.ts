@@ -5,7 +5,7 @@
  * receives its ports and its clock from the composition root (architecture §2).
  */
 import type { FaultLevel } from '../faults/levels.js';
-import type { ChipKind } from '../kubelet/device-source.js';
+import type { ChipKind } from '../core/chips.js';
 
 /** Policy vocabulary of hot-reset.md §1.4 (also the `Policy` / `InitialPolicy` strings of `reset.json`). */
 export type ResetPolicy = 'empty' | 'ignore' | 'restart_request' | 'restart' | 'free_reset' | 'reset' | 'isolate';

@@ -2,7 +2,9 @@
  * Device snapshots for the kubelet simulator, tests and benches: a node of N chips of one kind, named as
  * upstream names them (spec B.3), all healthy.
  */
-import type { ChipKind, DeviceSnapshot, KubeletDevice, NodeFacts } from '../kubelet/device-source.js';
+import type { DeviceSnapshot, KubeletDevice } from '../kubelet/device-source.js';
+import type { ChipKind, NodeFacts } from '../core/chips.js';
+import { chipName, managerName } from '../core/device-names.js';
 
 /** Shape of a simulated node. */
 export interface SimNodeSpec {
@@ -16,14 +18,6 @@ export interface SimNodeSpec {
   /** NUMA node of chip i; default none. */
   readonly numaOf?: (logicId: number) => number | undefined;
   readonly productTypes?: readonly string[];
-}
-
-/** Manager name of a chip kind (spec B.3). */
-export function managerName(kind: ChipKind): string {
-  if (kind === 'Ascend910A5') return 'npu';
-  if (kind.startsWith('Ascend910')) return 'Ascend910';
-  if (kind === 'Ascend310P') return 'Ascend310P';
-  return 'Ascend310';
 }
 
 /** Builds the snapshot of a simulated node. 910A3 cards are paired as brothers (0↔1, 2↔3, …). */
@@ -47,7 +41,7 @@ export function simSnapshot(spec: SimNodeSpec): DeviceSnapshot {
     if (share > 1) {
       for (let i = 0; i < share; i++) devices.push({ ...base, id: `${name}-${logicId}-${i}` });
     } else {
-      devices.push({ ...base, id: `${name}-${logicId}` });
+      devices.push({ ...base, id: chipName(name, logicId) });
     }
   }
   const node: NodeFacts = {

@@ -11,7 +11,8 @@ import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { parseAgentArgs } from '../cli/agent-flags.js';
-import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, PROJECT_ROOT } from '../dcmi/bindings.js';
+import { chipName } from '../core/device-names.js';
+import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, PROJECT_ROOT } from '../core/paths.js';
 import {
   DEVICE_INFO_NAMESPACE,
   KEY_DEVICE_INFO,
@@ -234,7 +235,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     const rows = (): Row[] => {
       const seen = new Map((kubelet!.devices(resource) ?? []).map((d) => [d.ID, d.health]));
       return a.store.snapshot().chips.map((c) => {
-        const chip = `${resource.replace('huawei.com/', '')}-${c.phyId}`;
+        const chip = chipName(resource.replace('huawei.com/', ''), c.phyId);
         return {
           chip,
           logicId: c.logicId,
@@ -275,13 +276,13 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
         },
         release: async (logicId) => {
           const phy = a.chips.find((c) => c.logicId === logicId)?.phyId ?? logicId;
-          const name = `${resource.replace('huawei.com/', '')}-${phy}`;
+          const name = chipName(resource.replace('huawei.com/', ''), phy);
           const done = await operatorRelease(core, SIM_NODE_NAME, name);
           if (!done) say(`  (operator: ${name} is not in ManuallySeparateNPU)`);
         },
         podUses: async (logicId, used) => {
           const phy = a.chips.find((c) => c.logicId === logicId)?.phyId ?? logicId;
-          const name = `${resource.replace('huawei.com/', '')}-${phy}`;
+          const name = chipName(resource.replace('huawei.com/', ''), phy);
           const podName = `sim-pod-${logicId}`;
           if (used) {
             await core.createNamespacedPod({

@@ -13,7 +13,8 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../state/clock.js';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
+import { errorMessage } from '../core/errors.js';
 import type { MockControlClient, MockReply } from './mock-control.js';
 
 /** Where the simulator sends `{"op":"processes",...}`: a control client, or a function sending one request. */
@@ -223,7 +224,7 @@ export class TrainingSimulator {
     try {
       doc = parseResetFile(text);
     } catch (err) {
-      if (text !== this.#lastText) this.#record('unreadable', err instanceof Error ? err.message : String(err));
+      if (text !== this.#lastText) this.#record('unreadable', errorMessage(err));
       this.#lastText = text;
       return;
     }
@@ -266,7 +267,7 @@ export class TrainingSimulator {
       await this.#setProcesses(0);
     } catch (err) {
       this.#state = 'running'; // the next poll sees the rank again and schedules another stop
-      this.#record('error', `stopping processes: ${err instanceof Error ? err.message : String(err)}`);
+      this.#record('error', `stopping processes: ${errorMessage(err)}`);
       return;
     }
     if (this.#halted()) return; // stop() was called meanwhile
@@ -284,7 +285,7 @@ export class TrainingSimulator {
     try {
       await this.#setProcesses(1);
     } catch (err) {
-      this.#record('error', `restarting processes: ${err instanceof Error ? err.message : String(err)}`);
+      this.#record('error', `restarting processes: ${errorMessage(err)}`);
       return;
     }
     if (this.#state !== 'stopped') return;

@@ -12,9 +12,9 @@ import type { FaultCode } from '../faults/codes.js';
 import type { FaultEngine } from '../faults/engine.js';
 import type { ChipView, CycleResult, FaultEvent, Transition } from '../faults/engine-types.js';
 import type { FaultPolicy } from '../faults/policy.js';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import type { NodeFacts } from '../kubelet/device-source.js';
-import type { Clock, TimerHandle } from './clock.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import type { NodeFacts } from '../core/chips.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
 
 /** DCMI addressing and placement of one chip. */
 export interface StoreChip {

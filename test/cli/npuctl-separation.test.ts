@@ -23,7 +23,7 @@ import {
   type SeparationApi,
   type SeparationTarget,
 } from '../../src/cli/npuctl/separation.js';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { parseManualNames } from '../../src/faults/index.js';
 import { DESCRIPTION_TEXT, checkCodeOf, verifyDeviceInfoCfg } from '../../src/kube/device-info.js';
 import { KubeClient } from '../../src/kube/kube-client.js';

@@ -12,7 +12,7 @@ import {
   statusCommand,
   statusUrl,
 } from '../../src/cli/npuctl/status.js';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { MAX_STATUS_BYTES, startObservabilityServer } from '../../src/observability/http-server.js';
 import type { AgentStatusDocument } from '../../src/observability/status.js';
 

@@ -7,7 +7,7 @@ import { checkConfig, renderConfigCheck } from '../../src/cli/npuctl/config-chec
 import { UsageError } from '../../src/cli/npuctl/io.js';
 import { replay, type ReplayLine } from '../../src/cli/npuctl/replay.js';
 import { parseScenarioChips, parseTimeline } from '../../src/cli/npuctl/timeline.js';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { shippedPolicy } from '../faults/helpers.js';
 
 const FC = path.join(PROJECT_ROOT, 'faultCode.json');

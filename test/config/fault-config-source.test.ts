@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileFaultConfigSource, type FaultConfigReport } from '../../src/config/fault-config-source.js';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { MAX_CONFIG_BYTES } from '../../src/faults/index.js';
 
 let dir: string;

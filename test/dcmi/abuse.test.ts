@@ -3,7 +3,8 @@
  * a listener that throws. The binding must throw, never crash the process.
  */
 import { describe, expect, test } from '@jest/globals';
-import { loadAddon, MOCK_DCMI_LIBRARY } from '../../src/dcmi/bindings.js';
+import { loadAddon } from '../../src/dcmi/bindings.js';
+import { MOCK_DCMI_LIBRARY } from '../../src/core/paths.js';
 import { EventCollector, openMock, waitUntil } from '../helpers/mock-dcmi.js';
 
 /** Name of what `f` throws; the addon's errors come from the main realm, so `instanceof` is not usable here. */

@@ -3,8 +3,9 @@
  * §7; architecture §5).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { MOCK_HCCN_TOOL } from '../../src/dcmi/bindings.js';
-import { BOOT_STATUS_STARTED, CARD_DROP_CODE } from '../../src/dcmi/dcmi.js';
+import { MOCK_HCCN_TOOL } from '../../src/core/paths.js';
+import { BOOT_STATUS_STARTED } from '../../src/dcmi/dcmi.js';
+import { CARD_DROP_CODE } from '../../src/core/chips.js';
 import { DcmiError } from '../../src/dcmi/errors.js';
 import { queryLinkStatus, queryRoceStats } from '../../src/dcmi/hccn.js';
 import { openMock, type MockHarness } from '../helpers/mock-dcmi.js';

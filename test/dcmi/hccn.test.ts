@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { MOCK_HCCN_TOOL } from '../../src/dcmi/bindings.js';
+import { MOCK_HCCN_TOOL } from '../../src/core/paths.js';
 import {
   DEFAULT_HCCN_TOOL,
   HccnToolError,

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { loadAddon, MOCK_DCMI_LIBRARY, PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { loadAddon } from '../../src/dcmi/bindings.js';
+import { MOCK_DCMI_LIBRARY, PROJECT_ROOT } from '../../src/core/paths.js';
 import { Dcmi } from '../../src/dcmi/dcmi.js';
 import { DcmiError } from '../../src/dcmi/errors.js';
 import { openMock, tempDir } from '../helpers/mock-dcmi.js';

@@ -18,7 +18,7 @@ import * as k8s from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { parseAgentArgs, parseListenAddress, type AgentConfig } from '../../src/cli/agent-flags.js';
 import { parseFaultCenterFlags } from '../../src/cluster/flags.js';
 import { startHttpServer } from '../../src/cluster/http-server.js';

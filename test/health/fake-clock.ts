@@ -1,7 +1,7 @@
 /**
  * A manual clock for the health and state tests: timers fire only when the test advances time.
  */
-import type { Clock, TimerHandle } from '../../src/state/clock.js';
+import type { Clock, TimerHandle } from '../../src/core/clock.js';
 
 interface Timer {
   id: number;

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { UtilizationType, type ChipAddress } from '../../src/dcmi/dcmi.js';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { parseRoceStats, queryRoceStats } from '../../src/dcmi/hccn.js';
 import type { FaultEvent } from '../../src/faults/engine-types.js';
 import {
@@ -25,7 +25,7 @@ import {
   readClockTicksPerSecond,
   type HangDetectorOptions,
 } from '../../src/health/hang-detector.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import { loadScenario, openMock } from '../helpers/mock-dcmi.js';
 import { FakeClock } from './fake-clock.js';
 

@@ -5,15 +5,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { queryLinkStatus } from '../../src/dcmi/hccn.js';
 import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
 import { discoverNode } from '../../src/health/discovery.js';
 import { HANG_FAULT_CODE } from '../../src/health/hang-detector.js';
 import { HealthMonitor, type HealthMonitorOptions } from '../../src/health/monitor.js';
-import { runModeOf } from '../../src/state/chip-kind.js';
-import { StoreDeviceSource } from '../../src/state/device-source.js';
+import { runModeOf } from '../../src/core/chips.js';
+import { StoreDeviceSource } from '../../src/kubelet/store-device-source.js';
 import { NodeStateStore } from '../../src/state/store.js';
 import { shippedPolicy } from '../faults/helpers.js';
 import { openMock, waitUntil, type MockHarness, type Scenario, loadScenario } from '../helpers/mock-dcmi.js';

@@ -1,13 +1,14 @@
 /**
- * Child-process harness of the integration tests: the built agent (`dist/cli/agent.js`) on the mock library, with
- * the kubelet simulator and the Kubernetes API stand-in in the test process; every host path in a temp folder.
+ * Child-process harness of the integration tests and the end-to-end benches (bench/sandbox.ts): the built agent
+ * (`dist/cli/agent.js`) on the mock library, with the kubelet simulator and the Kubernetes API stand-in in this
+ * process; every host path in a temp folder.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { DEVICE_INFO_NAMESPACE, deviceInfoConfigMapName, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
 import { KubeApiStandIn, type KubeApiStandInOptions } from '../../src/sim/kube-api.js';
 import { KubeletSimulator } from '../../src/sim/kubelet.js';
@@ -104,6 +105,22 @@ export interface SandboxOptions {
   readonly api?: KubeApiStandInOptions;
   /** The bearer token written into the agent's kubeconfig (default: the stand-in's). */
   readonly token?: string;
+  /** Prefix of the temp folder (default `npu-it-`). */
+  readonly prefix?: string;
+  /** Whether the kubelet simulator serves pod-resources on the agent's `-podResourcesSocket` (default true). */
+  readonly podResources?: boolean;
+}
+
+/** How {@link AgentSandbox.start} runs the agent (all optional; the defaults are what every test had before). */
+export interface AgentSpawnOptions {
+  /** `node` options before the script (e.g. `--cpu-prof`). */
+  readonly nodeArgs?: readonly string[];
+  /** The agent script (default {@link AGENT_JS}). */
+  readonly agentJs?: string;
+  /** The child's stdio (default: all piped; {@link AgentProcess} keeps stdout and stderr). */
+  readonly stdio?: StdioOptions;
+  /** How long to wait for the registration with the kubelet simulator (default 20 s). */
+  readonly registrationTimeoutMs?: number;
 }
 
 /** The sandbox: temp folder, API stand-in, kubelet simulator; and one agent at a time. */
@@ -129,7 +146,7 @@ export class AgentSandbox {
     scenario = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'),
     options: SandboxOptions = {},
   ): Promise<AgentSandbox> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-it-'));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), options.prefix ?? 'npu-it-'));
     makeDeviceNodes(path.join(dir, 'dev'));
     for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
@@ -139,7 +156,7 @@ export class AgentSandbox {
     api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE_NAME } });
     const kubelet = await KubeletSimulator.start({
       dir: path.join(dir, 'kubelet'),
-      podResourcesSocket: path.join(dir, 'pr.sock'),
+      ...(options.podResources === false ? {} : { podResourcesSocket: path.join(dir, 'pr.sock') }),
     });
     const sb = new AgentSandbox(dir, api, kubelet, scenario);
     await api.writeKubeconfig(sb.kubeconfig, options.token);
@@ -147,7 +164,7 @@ export class AgentSandbox {
   }
 
   /** Flags pointing every host path into the sandbox. */
-  flags(extra: string[] = []): string[] {
+  flags(extra: readonly string[] = []): string[] {
     return [...sandboxFlags(this.dir, { kubeconfig: this.kubeconfig }), ...extra];
   }
 
@@ -162,16 +179,21 @@ export class AgentSandbox {
   }
 
   /** Starts the agent and waits until kubelet has its device list. */
-  async start(extraFlags: string[] = [], extraEnv: Record<string, string> = {}): Promise<AgentProcess> {
+  async start(
+    extraFlags: readonly string[] = [],
+    extraEnv: Record<string, string> = {},
+    how: AgentSpawnOptions = {},
+  ): Promise<AgentProcess> {
     const after = this.kubelet.registrations.at(-1)?.seq ?? 0;
     this.#control?.close();
     this.#control = undefined;
+    const args = [...(how.nodeArgs ?? []), how.agentJs ?? AGENT_JS, ...this.flags(extraFlags)];
     this.agent = new AgentProcess(
-      spawn(process.execPath, [AGENT_JS, ...this.flags(extraFlags)], { env: this.env(extraEnv) }),
+      spawn(process.execPath, args, { env: this.env(extraEnv), ...(how.stdio ? { stdio: how.stdio } : {}) }),
     );
     const agent = this.agent;
     await Promise.race([
-      this.kubelet.waitForRegistration(RESOURCE, after, 20_000),
+      this.kubelet.waitForRegistration(RESOURCE, after, how.registrationTimeoutMs ?? 20_000),
       agent.exited.then((e) => {
         throw new Error(`agent exited (${e.code}) before registering: ${agent.stderr}`);
       }),
@@ -179,10 +201,15 @@ export class AgentSandbox {
     return agent;
   }
 
-  /** The mock's control socket (connected lazily, after the agent's dcmi_init created it). */
-  async mock(req: Record<string, unknown>): Promise<Record<string, unknown>> {
+  /** The client of the mock's control socket (connected lazily, after the agent's dcmi_init created it). */
+  async mockClient(): Promise<MockControlClient> {
     this.#control ??= await MockControlClient.connect(this.control);
-    return this.#control.expectOk(req);
+    return this.#control;
+  }
+
+  /** Sends one request to the mock's control socket; rejects unless it succeeded. */
+  async mock(req: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return (await this.mockClient()).expectOk(req);
   }
 
   core(): k8s.CoreV1Api {

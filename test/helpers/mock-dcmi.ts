@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MOCK_DCMI_LIBRARY, PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { MOCK_DCMI_LIBRARY, PROJECT_ROOT } from '../../src/core/paths.js';
 import { Dcmi, type FaultEvent, type FaultOverflow } from '../../src/dcmi/dcmi.js';
 import { MockControlClient } from '../../src/sim/mock-control.js';
 

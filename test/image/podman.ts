@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
 /** The podman settings file (runc, cgroupfs, file events). */
 export const CONTAINERS_CONF = path.join(PROJECT_ROOT, 'test', 'image', 'containers.conf');

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { KEY_DEVICE_INFO, KEY_MANUALLY_SEPARATE, verifyDeviceInfoCfg } from '../../src/kube/device-info.js';
 import { operatorRelease } from '../../src/sim/simulate.js';
 import {

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
 function runAgent(args: string[], timeout = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

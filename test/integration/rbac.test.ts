@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { KEY_MANUALLY_SEPARATE } from '../../src/kube/device-info.js';
 import { ANNOTATION_ASCEND_REAL } from '../../src/kube/pod-annotator.js';
 import {

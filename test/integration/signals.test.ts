@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { AGENT_JS, AgentProcess, AgentSandbox, SEPARATE_CODE } from '../helpers/agent-process.js';
 

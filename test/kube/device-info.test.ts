@@ -9,7 +9,7 @@ import {
   type DeviceInfoChip,
   type DeviceInfoView,
 } from '../../src/kube/device-info.js';
-import { goMap, goStruct, goSha256Hex, marshalGo } from '../../src/kube/go-json.js';
+import { goMap, goStruct, goSha256Hex, marshalGo } from '../../src/core/go-json.js';
 
 /** The exact DeviceInfoCfg text of spec H.5. */
 const H5_DEVICE_INFO_CFG =

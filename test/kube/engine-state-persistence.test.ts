@@ -18,7 +18,7 @@ import {
   SaveScheduler,
   reduceState,
 } from '../../src/kube/engine-state-persistence.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import { Harness, shippedPolicy } from '../faults/helpers.js';
 import { FakeClock, settle } from '../health/fake-clock.js';
 import { EventList, NODE } from './harness.js';

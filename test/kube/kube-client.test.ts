@@ -22,7 +22,7 @@ import {
 } from '../../src/kube/kube-client.js';
 import { ListWatch } from '../../src/kube/list-watch.js';
 import { MERGE_PATCH } from '../../src/kube/merge-patch.js';
-import { statusOf } from '../../src/kube/write-queue.js';
+import { statusOf } from '../../src/core/errors.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 
 const TOKEN = 'secret-token';

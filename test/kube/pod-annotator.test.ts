@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
-import type { PodDevices } from '../../src/kubelet/podresources-client.js';
+import type { PodDevices } from '../../src/core/pods.js';
 import {
   ANNOTATION_ASCEND_REAL,
   ANNOTATION_KLT_DEV,

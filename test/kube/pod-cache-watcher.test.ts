@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
-import { PREDICATE_TIME_USED } from '../../src/kubelet/pod-cache.js';
+import { PREDICATE_TIME_USED } from '../../src/core/pods.js';
 import { PodCacheWatcher } from '../../src/kube/pod-cache-watcher.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { until } from './harness.js';

@@ -1,6 +1,5 @@
-/** Reset groups per chip kind (spec J.3) and device-name parsing (spec B.3). */
+/** Reset groups per chip kind (spec J.3). */
 import { describe, expect, test } from '@jest/globals';
-import { isVirtualName, phyIdOfName, resourceName, vdevIdOfName } from '../../src/kubelet/device-names.js';
 import { resetGroup } from '../../src/kubelet/topology.js';
 import { simSnapshot, type SimNodeSpec } from '../../src/sim/kubelet-devices.js';
 
@@ -31,27 +30,5 @@ describe('J.3 reset groups', () => {
     ],
   ])('J.3 %s', (_what, spec, logicId, expected) => {
     expect(groupOf(spec, logicId)).toEqual(expected);
-  });
-});
-
-describe('B.3 device names', () => {
-  test('B.3 resource name is huawei.com/<deviceType>', () => {
-    expect(resourceName('Ascend910-4c')).toBe('huawei.com/Ascend910-4c');
-  });
-  test.each<[string, boolean, number | undefined]>([
-    ['Ascend910-3', false, 3],
-    ['Ascend910-4c-100-3', false, 3],
-    ['Ascend310P-12_1', false, 12],
-    ['Ascend310P-7-42', true, 7],
-    ['Ascend910-x', false, undefined],
-  ])('B.3 phy id of %s (share mode %s) is %s', (name, share, phy) => {
-    expect(phyIdOfName(name, share)).toBe(phy);
-  });
-  test('B.3 virtual names and their vNPU id', () => {
-    expect(isVirtualName('Ascend910-4c')).toBe(true);
-    expect(isVirtualName('Ascend310P-2c-105-1')).toBe(true);
-    expect(isVirtualName('Ascend910-3')).toBe(false);
-    expect(vdevIdOfName('Ascend910-4c-100-3')).toBe(100);
-    expect(vdevIdOfName('Ascend910-3')).toBeUndefined();
   });
 });

@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { InMemoryPodCache, PREDICATE_TIME_USED, volcanoPod, type PodView } from '../../src/kubelet/pod-cache.js';
+import { InMemoryPodCache, volcanoPod } from '../../src/kubelet/pod-cache.js';
+import { PREDICATE_TIME_USED, type PodView } from '../../src/core/pods.js';
 import { chooseCandidate, isCandidate, pickFromPodAnnotation } from '../../src/kubelet/volcano-pick.js';
 import { startHarness, type Harness } from './harness.js';
 

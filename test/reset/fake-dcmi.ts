@@ -11,7 +11,7 @@
  *
  * Every rejection is a {@link FakeDcmiError} carrying the numeric `code`, like the real port.
  */
-import type { Clock } from '../../src/state/clock.js';
+import type { Clock } from '../../src/core/clock.js';
 import type { ResetDcmi } from '../../src/reset/types.js';
 
 /** A DCMI failure: message plus numeric `code`. */

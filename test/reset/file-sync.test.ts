@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import { ResetFileSync, landedPaths, MAX_LANDED_VALUE_BYTES } from '../../src/reset/file-sync.js';
 import type { ConfigMapObject, ResetPod } from '../../src/reset/types.js';
-import type { ChipKind } from '../../src/kubelet/device-source.js';
+import type { ChipKind } from '../../src/core/chips.js';
 import { FakeClock } from '../health/fake-clock.js';
 
 const RESET_TEXT = '{"RankList":[],"UpdateTime":0,"RetryTime":0,"FaultFlushing":false,"GracefulExit":0}';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import type { FaultLevel } from '../../src/faults/levels.js';
-import type { ChipKind } from '../../src/kubelet/device-source.js';
+import type { ChipKind } from '../../src/core/chips.js';
 import { ResetCoordinator } from '../../src/reset/coordinator.js';
 import {
   DEFAULT_OFFLINE_TIMINGS,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { LEVELS_BY_SEVERITY, resetPolicyOf, type FaultLevel } from '../../src/faults/levels.js';
-import type { ChipKind } from '../../src/kubelet/device-source.js';
+import type { ChipKind } from '../../src/core/chips.js';
 import {
   POLICY_LEVEL,
   isGraceToleranceSupported,

@@ -12,7 +12,7 @@ import {
   type ResetDev,
 } from '../../src/reset/reset-info.js';
 import type { NodeAnnotationApi } from '../../src/reset/types.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import { FakeClock } from '../health/fake-clock.js';
 
 const dev = (phy: number, logic = phy, card = phy, assoc = -1): ResetDev => ({

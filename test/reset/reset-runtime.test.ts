@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FaultLevel } from '../../src/faults/levels.js';
-import type { Logger } from '../../src/kubelet/logger.js';
+import type { Logger } from '../../src/core/logger.js';
 import type { EpisodeRecord } from '../../src/reset/online-types.js';
 import {
   EpisodeFileStore,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import type { ChipKind } from '../../src/kubelet/device-source.js';
+import type { ChipKind } from '../../src/core/chips.js';
 import {
   a3Group,
   a3ResetIndex,

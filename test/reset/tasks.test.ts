@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import type { ChipKind } from '../../src/kubelet/device-source.js';
+import type { ChipKind } from '../../src/core/chips.js';
 import { deviceAnnotationKey, discoverTasks, taskNameOf, type TaskDiscoveryInput } from '../../src/reset/tasks.js';
 import type { ResetPod } from '../../src/reset/types.js';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { describe, expect, test } from '@jest/globals';
-import { PROJECT_ROOT } from '../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { DEVICE_INFO_NAME_PREFIX } from '../../src/kube/device-info.js';
 import { faultConfigMapName, resetConfigMapName } from '../../src/reset/reset-configmap.js';
 import { MANUAL_INFO_CONFIGMAP } from '../../src/cluster/manual-cache.js';

@@ -2,8 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
-import { detectChipKind, managerName, physicalDeviceId } from '../../src/state/chip-kind.js';
-import { StoreDeviceSource } from '../../src/state/device-source.js';
+import { StoreDeviceSource } from '../../src/kubelet/store-device-source.js';
 import { NodeStateStore, sameJson, type NodeState, type StateChange } from '../../src/state/store.js';
 import { shippedPolicy } from '../faults/helpers.js';
 import { FakeClock } from '../health/fake-clock.js';
@@ -183,35 +182,6 @@ describe('B.3/C.1 the DeviceSource adapter', () => {
     store.tick();
     expect(store.chip(0)!.networkHealth).toBe('Unhealthy');
     expect(n).toBe(0);
-  });
-});
-
-describe('B.2 chip kind detection', () => {
-  test.each([
-    ['910B3', 0x24, 'Ascend910B'],
-    ['910ProB', 0x20, 'Ascend910'],
-    ['910B3', 0xb0, 'Ascend910A3'],
-    ['Ascend950PR', 0x10, 'Ascend910A5'],
-    ['310P3', 0, 'Ascend310P'],
-    ['I2', 0, 'Ascend310P'],
-    ['310B1', 0, 'Ascend310B'],
-    ['Ascend310', 0, 'Ascend310'],
-    ['A2G1', 0, 'Ascend910B'],
-  ])('%s on board %i is %s', (name, board, kind) => {
-    expect(detectChipKind(name, board)).toBe(kind);
-  });
-
-  test('an unknown chip name is unsupported', () => {
-    expect(detectChipKind('x86', 0)).toBeUndefined();
-  });
-
-  test('B.3 manager names', () => {
-    expect([managerName('Ascend910A3'), managerName('Ascend310B'), managerName('Ascend910A5')]).toEqual([
-      'Ascend910',
-      'Ascend310',
-      'npu',
-    ]);
-    expect(physicalDeviceId('Ascend310P', 3)).toBe('Ascend310P-3');
   });
 });
 

@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
-import { parseManualNames, quoted, type RunMode } from '../../faults/index.js';
+import { parseManualNames, quoted } from '../../faults/index.js';
+import type { RunMode } from '../../core/chips.js';
 import { MAX_LIVE_VALUE_CHARS } from '../../kube/device-info-publisher.js';
 import {
   DEVICE_INFO_NAME_PREFIX,
@@ -29,8 +30,9 @@ import {
   type AgentCoreApi,
   type KubeAccessSource,
 } from '../../kube/kube-client.js';
-import { statusOf } from '../../kube/write-queue.js';
+import { statusOf } from '../../core/errors.js';
 import { UsageError } from './io.js';
+import { table } from './table.js';
 
 /** The CoreV1 calls `npuctl separation` makes (a {@link KubeClient} or client-node's `CoreV1Api`). */
 export type SeparationApi = Pick<
@@ -325,22 +327,6 @@ export async function listSeparation(t: SeparationTarget, node?: string): Promis
     if (cont === undefined || cont === '') break;
   }
   return out.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
-}
-
-/** Text columns, left-aligned, two spaces apart. */
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  // a loop, not Math.max(...rows): a value of 200 000 names would overflow the stack as arguments
-  const widths = header.map((h, i) => {
-    let w = h.length;
-    for (const r of rows) w = Math.max(w, (r[i] ?? '').length);
-    return w;
-  });
-  const line = (cells: readonly string[]): string =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)].map((l) => `${l}\n`).join('');
 }
 
 /** The human-readable listing. */

@@ -6,6 +6,7 @@
 import { MAX_STATUS_BYTES } from '../../observability/http-server.js';
 import { STATUS_VERSION } from '../../observability/status.js';
 import { UsageError } from './io.js';
+import { table } from './table.js';
 
 /** The agent's default `-metricsAddress` (`:9464`) seen from the node itself. */
 export const DEFAULT_AGENT_URL = 'http://127.0.0.1:9464';
@@ -260,17 +261,6 @@ export function parseStatus(raw: unknown, where: string): StatusView {
       `the agent at ${where} sent an unexpected status document: ${(err as Error).message}`,
     );
   }
-}
-
-/** Text columns, left-aligned, two spaces apart. */
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]): string =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)].map((l) => `${l}\n`).join('');
 }
 
 const since = (ms: number): string => (ms > 0 ? new Date(ms).toISOString() : '-');

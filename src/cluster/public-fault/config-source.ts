@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../core/paths.js';
 import type { PublicFaultLogger } from './collector.js';
 import { MAX_CONFIG_BYTES, parsePublicFaultConfig, type PublicFaultConfig } from './config.js';
 import type { PublicFaultMetrics } from './metrics.js';

@@ -22,6 +22,7 @@
  * lists, device map, `DeviceList` keys). Injected objects are shared between cycles' views and are frozen: nothing
  * downstream may mutate them.
  */
+import { chipName } from '../../core/device-names.js';
 import {
   addFaultAndFix,
   availableKey,
@@ -43,7 +44,7 @@ export function publicDeviceFault(deviceType: string, id: number, r: PublicFault
     receivedTime: 0,
     object: {
       fault_type: 'PublicFault',
-      npu_name: `${deviceType}-${id}`,
+      npu_name: chipName(deviceType, id),
       large_model_fault_level: r.level,
       fault_level: r.level,
       fault_handling: r.level,

@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../core/paths.js';
 import type { ProtoGrpcType } from '../../generated/pubfault/api.js';
 
 /** Same as the `gen:proto:pubfault` flags: --longs=String --enums=String --defaults --oneofs. */

@@ -2,7 +2,7 @@
  * The content of `statistic-fault-info` (spec cluster-faults.md §2.10), pure: what a write puts in the ConfigMap and
  * what a restart loads back from it.
  */
-import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../../kube/go-json.js';
+import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../../core/go-json.js';
 import { faultKey, type PublicFaultCache } from './cache.js';
 import type { PublicFaultLevel } from './types.js';
 

@@ -3,7 +3,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../../../src/dcmi/bindings.js';
+import { PROJECT_ROOT } from '../../../src/core/paths.js';
 import type { PublicFaultLogger } from '../../../src/cluster/public-fault/collector.js';
 import { parsePublicFaultConfig, type PublicFaultConfig } from '../../../src/cluster/public-fault/config.js';
 import type { PublicFault, PublicFaultMessage } from '../../../src/cluster/public-fault/types.js';

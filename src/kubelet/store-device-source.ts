@@ -4,20 +4,15 @@
  * mode and mixed insert are refused at the flags. Health is the engine's D.7 chip health (kubelet never sees
  * network health). A new device snapshot is published only when something kubelet can see changed.
  */
-import {
-  freezeSnapshot,
-  type DeviceSnapshot,
-  type DeviceSource,
-  type KubeletDevice,
-} from '../kubelet/device-source.js';
-import { managerName } from './chip-kind.js';
-import { sameJson, type ChipState, type NodeState, type NodeStateStore } from './store.js';
+import { freezeSnapshot, type DeviceSnapshot, type DeviceSource, type KubeletDevice } from './device-source.js';
+import { chipName, managerName } from '../core/device-names.js';
+import { sameJson, type ChipState, type NodeState, type NodeStateStore } from '../state/store.js';
 
 /** Maps one snapshot of the store to the kubelet view. */
 export function toDeviceSnapshot(state: NodeState): DeviceSnapshot {
   const type = managerName(state.node.chipKind);
   const devices = state.chips.map((c: ChipState): KubeletDevice => ({
-    id: `${type}-${c.phyId}`,
+    id: chipName(type, c.phyId),
     logicId: c.logicId,
     phyId: c.phyId,
     cardId: c.cardId,

@@ -1,14 +1,27 @@
 /**
- * Device-name rules of spec B.3: resource names, virtual-type detection and parsing a device name back to ids.
+ * Device-name rules of spec B.3: the device type of a chip kind, a physical chip's name, resource names,
+ * virtual-type detection and parsing a device name back to ids. Pure.
  */
+import { runModeOf, type ChipKind } from './chips.js';
 
 /** Prefix of every resource this agent registers (spec B.3). */
 export const RESOURCE_PREFIX = 'huawei.com/';
 
-/** Longest device ID Allocate accepts (spec C.3). */
-export const MAX_DEVICE_ID_LENGTH = 50;
-
 const VIRTUAL_TYPE = /^(Ascend910-([2-6]|8|10|12|16)c|Ascend310P-(1|2|4)c)/;
+
+/** B.3 manager name: the device type of a physical chip and the prefix of its device names. */
+export function managerName(kind: ChipKind): string {
+  if (kind === 'Ascend910A5') return 'npu';
+  return runModeOf(kind);
+}
+
+/**
+ * The name of physical chip `phyId`: `<type>-<phyId>`, e.g. `Ascend910-3`. `type` is the {@link managerName} for
+ * the kubelet device id (B.3) and the run mode for the device-info ConfigMap's lists (G.2, H.5).
+ */
+export function chipName(type: string, phyId: number): string {
+  return `${type}-${phyId}`;
+}
 
 /** `huawei.com/<deviceType>` (public-name customisation, spec L.6, is not applied here). */
 export function resourceName(deviceType: string): string {

@@ -11,7 +11,7 @@ import {
   goStruct,
   marshalGo,
   marshalGoBytes,
-} from '../../src/kube/go-json.js';
+} from '../../src/core/go-json.js';
 
 // Expected texts below are what Go 1.21 `json.Marshal` emits for the same values.
 describe('H.6 strings', () => {

@@ -1,5 +1,5 @@
 /**
- * The clock and timers the health layer and the state store use, injected so that tests run on a manual clock
+ * The clock and timers every layer takes (health, state, reset, kube), injected so that tests run on a manual clock
  * (architecture §2: time is always passed in; no module-level state).
  */
 

@@ -9,11 +9,12 @@
  *   also creates a missing key, which upstream's JSON-patch `replace` does not — §J.7).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { NOOP_LOGGER, type Logger } from '../kubelet/logger.js';
-import type { ConfigMapApi, ConfigMapCache, ConfigMapObject, NodeAnnotationApi } from '../reset/types.js';
-import { ListWatch, type WatchFn } from './list-watch.js';
-import { MERGE_PATCH } from './merge-patch.js';
-import { statusOf, type BackoffOptions, type QueueClock } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { ListWatch, type WatchFn } from '../kube/list-watch.js';
+import { MERGE_PATCH } from '../kube/merge-patch.js';
+import type { BackoffOptions, QueueClock } from '../kube/write-queue.js';
+import type { ConfigMapApi, ConfigMapCache, ConfigMapObject, NodeAnnotationApi } from './types.js';
 
 /** Label of the reset ConfigMaps (§2.1). */
 export const RESET_LABEL_SELECTOR = 'reset=true';

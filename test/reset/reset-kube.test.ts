@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import { KubeClient } from '../../src/kube/kube-client.js';
-import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../../src/kube/reset-kube.js';
+import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../../src/reset/reset-kube.js';
 import type { ConfigMapObject } from '../../src/reset/types.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 

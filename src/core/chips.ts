@@ -1,9 +1,29 @@
 /**
- * Chip kind detection (spec device-plugin.md B.2), run modes, device-type names (B.3) and which kinds have a
- * parameter plane or fault subscription (B.5). Pure.
+ * Chips as every layer knows them: the chip kinds (spec device-plugin.md B.2) and their detection, run modes, which
+ * kinds have a parameter plane or fault subscription (B.5), the node-wide facts read at start, and the synthetic
+ * card-drop code (D.5). Their names are in `device-names.ts`. Pure.
  */
-import type { RunMode } from '../faults/index.js';
-import type { ChipKind } from '../kubelet/device-source.js';
+
+/** Chip kinds of spec B.2. */
+export type ChipKind =
+  'Ascend910' | 'Ascend910B' | 'Ascend910A3' | 'Ascend910A5' | 'Ascend310P' | 'Ascend310' | 'Ascend310B';
+
+/** Run mode (plugin family, B.2): the prefix of device names in the device-info ConfigMap (spec G.2, H.5). */
+export type RunMode = 'Ascend910' | 'Ascend310P' | 'Ascend310';
+
+/** Node-wide facts the kubelet layer needs (topology, default device nodes). */
+export interface NodeFacts {
+  readonly chipKind: ChipKind;
+  /** DCMI board id of logic id 0 (spec J.3); 0 when unknown. */
+  readonly boardId: number;
+  /** 910A3: card id → card id of its brother card (`dcmi_get_netdev_brother_device`, spec J.3). */
+  readonly brotherCards?: Readonly<Record<number, number>>;
+  /** Product type strings from DCMI (spec A.2 step 4.6), e.g. `Atlas 200I SoC A1`. */
+  readonly productTypes?: readonly string[];
+}
+
+/** D.5 (dcmi-abi.md §5.5): the synthetic card-drop code, appended to a chip's codes when its health returns -8012. */
+export const CARD_DROP_CODE = 0x40f84e00;
 
 /** B.2 rule 1: these board ids are Ascend910A3 whatever the chip name says. */
 export const A3_BOARD_IDS: ReadonlySet<number> = new Set([0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0x81, 0x83, 0xd1, 0xd3]);
@@ -25,17 +45,6 @@ export function runModeOf(kind: ChipKind): RunMode {
   if (kind === 'Ascend310' || kind === 'Ascend310B') return 'Ascend310';
   if (kind === 'Ascend310P') return 'Ascend310P';
   return 'Ascend910';
-}
-
-/** B.3 manager name: the device type of a physical chip and the prefix of its device names. */
-export function managerName(kind: ChipKind): string {
-  if (kind === 'Ascend910A5') return 'npu';
-  return runModeOf(kind);
-}
-
-/** B.3 kubelet device id of a physical chip, e.g. `Ascend910-3`. */
-export function physicalDeviceId(kind: ChipKind, phyId: number): string {
-  return `${managerName(kind)}-${phyId}`;
 }
 
 /** B.5/D.3: 310, 310B and 310P never subscribe to fault events (always polling). */

@@ -1,6 +1,6 @@
 /**
- * The logging surface the kubelet layer needs: the call shape of pino (`log.info(obj, msg)` or `log.info(msg)`),
- * so the composition root can pass a pino logger or a child of it unchanged.
+ * The logging surface every layer takes: the call shape of pino (`log.info(obj, msg)` or `log.info(msg)`), so the
+ * composition root can pass a pino logger or a child of it unchanged.
  */
 export interface LogFn {
   (msg: string): void;
