@@ -1146,8 +1146,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         await withTimeout(kubeletStop, left(1500), undefined, hurry); // streams ended, sockets removed
         if (publisher) {
           const boundMs = Math.min(flushMs, left(1000));
+          // flush, not whenIdle: a change still inside the 1 s write spacing (H.4) is written now, not lost
           const idle = await withTimeout(
-            publisher.whenIdle().then(() => true),
+            publisher.flush().then(() => true),
             boundMs,
             false,
             hurry,

@@ -166,6 +166,8 @@ const MAX_REPORTED = 64;
 const OWN_RVS = 16;
 /** Contents of writes sent since the last success (in flight, or failed: the server may have committed them). */
 const SENT_CONTENTS = 8;
+/** Decide-and-write rounds of {@link DeviceInfoPublisher.flush}. */
+const FLUSH_ROUNDS = 4;
 
 /** Publishes the device-info ConfigMap. */
 export class DeviceInfoPublisher {
@@ -209,6 +211,8 @@ export class DeviceInfoPublisher {
   #timerAt: number | undefined;
   #seq = 0;
   #stopped = false;
+  /** {@link flush} runs: the 1 s spacing is not waited for. */
+  #flushing = false;
   #operatorReleases = 0;
   #rejectedInputs = 0;
   #foreignEdits = 0;
@@ -332,6 +336,32 @@ export class DeviceInfoPublisher {
     return this.#queue.whenIdle();
   }
 
+  /**
+   * Shutdown flush: a change (or a foreign edit) still waiting for the end of the 1 s spacing (spec H.4) is not in
+   * the write queue yet, so {@link whenIdle} alone would return without it. Writes it now, ignoring the spacing
+   * (the process is going away), and resolves when no write waits or runs. The caller bounds the wait (a retry
+   * waiting for the API server counts as waiting).
+   */
+  async flush(): Promise<void> {
+    if (this.#stopped) return this.#queue.whenIdle();
+    this.#flushing = true;
+    try {
+      // A write in flight, then what changed during it: a few rounds suffice (no engine cycle runs at shutdown).
+      for (let round = 0; round < FLUSH_ROUNDS && !this.#stopped; round++) {
+        if (round > 0 && !this.#unwritten()) break;
+        this.#evaluate();
+        await this.#queue.whenIdle();
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  /** Whether something noted since the last write (or found equal) may still need a write. */
+  #unwritten(): boolean {
+    return this.#force || this.#changes !== this.#clean || this.#queued || this.#writing;
+  }
+
   /** Stops watching and writing (a write in flight completes). */
   stop(): void {
     this.#stopped = true;
@@ -409,8 +439,8 @@ export class DeviceInfoPublisher {
     if (this.#stopped) return;
     const now = this.#clock.now();
     const last = this.#last;
-    const minAt =
-      last === undefined ? now : last.writtenAtMs + (this.#o.timing?.minIntervalMs ?? MIN_WRITE_INTERVAL_MS);
+    const minInterval = this.#flushing ? 0 : (this.#o.timing?.minIntervalMs ?? MIN_WRITE_INTERVAL_MS);
+    const minAt = last === undefined ? now : last.writtenAtMs + minInterval;
     if (this.#writing || this.#queued) {
       // decided again when the write in flight (or waiting in the queue) is done (keeps writes ≥ 1 s apart)
       this.#dirty = true;
@@ -437,7 +467,8 @@ export class DeviceInfoPublisher {
     }
     if (changed || verify) {
       const mark = this.#changes;
-      const d = decideWrite(last, snapshotOf(this.#content(now)), now, this.#o.timing);
+      const timing = this.#flushing ? { ...this.#o.timing, minIntervalMs: 0 } : this.#o.timing;
+      const d = decideWrite(last, snapshotOf(this.#content(now)), now, timing);
       if (d.action === 'skip') {
         this.#clean = mark; // the same as written: nothing to build until the next change
         return this.#arm(d.heartbeatAtMs, now);

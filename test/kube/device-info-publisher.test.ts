@@ -477,3 +477,43 @@ describe('bad input: operator values up to the 1 MiB ConfigMap limit (issue 12 i
     });
   }
 });
+
+describe('H.4 shutdown flush (issue 12 loose end 1)', () => {
+  const writes = (): number => api.writeCount({ resource: 'configmaps', name: CM });
+  const unhealthy = async (): Promise<string> =>
+    JSON.parse((await h.live()).DeviceInfoCfg!).DeviceInfo.DeviceList['huawei.com/Ascend910-Unhealthy'];
+
+  test('H.4 flush writes a change still waiting for the end of the 1 s spacing, without the clock moving', async () => {
+    await started();
+    h.cycle([{ logicId: 3, code: SEP }]); // within 1 s of the first write: waits for the spacing
+    await h.settle();
+    expect([writes(), await unhealthy()]).toEqual([1, '']);
+    await h.publisher.flush();
+    expect([writes(), await unhealthy()]).toEqual([2, 'Ascend910-3']);
+  });
+
+  test('H.4 flush writes a change noted while a write was in flight', async () => {
+    // chip 5 fails after the content of the write of chip 3 was built, while its PUT runs
+    let during: (() => void) | undefined;
+    const racing = Object.create(h.core) as k8s.CoreV1Api;
+    racing.replaceNamespacedConfigMap = async (p) => {
+      during?.();
+      during = undefined;
+      return h.core.replaceNamespacedConfigMap(p);
+    };
+    await started({ api: racing });
+    await h.advance(5000);
+    during = () => h.cycle([{ logicId: 5, code: SEP }]);
+    h.cycle([{ logicId: 3, code: SEP }]); // a quiet second before: written at once
+    await tick();
+    await h.publisher.flush();
+    expect([writes(), await unhealthy()]).toEqual([3, 'Ascend910-3,Ascend910-5']);
+  });
+
+  test('H.4 flush without a change writes nothing (the heartbeat is not due)', async () => {
+    await started();
+    await h.advance(2000);
+    await h.publisher.flush();
+    expect(writes()).toBe(1);
+  });
+});
