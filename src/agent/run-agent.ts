@@ -547,6 +547,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
           nodeName: config.nodeName,
           podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
           logger: log,
+          ...(backoff ? { backoff } : {}), // Events refused in an outage are retried when the API is back
         })
       : undefined;
     if (events) cleanups.push({ what: 'events', run: () => withTimeout(events.close(), 2000, undefined) });
