@@ -772,6 +772,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         lateStartup: (v) => {
           const r = restore(v);
           if (r.resync.length > 0) monitor.markResync(r.resync);
+          return r; // its confirmedManual is what counts as live (not the engine's separations)
         },
         onWritten: () => {
           metrics.configMapWrites.inc({ result: 'ok' });

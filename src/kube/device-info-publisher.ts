@@ -124,6 +124,15 @@ export interface StartupValues {
   readonly upgradeFaultReason: string;
 }
 
+/** What {@link DeviceInfoPublisherOptions.lateStartup} returns. */
+export interface LateStartupResult {
+  /**
+   * The `ManuallySeparateNPU` value known to be live (as `confirmedManual` at start): the clean live value, or when
+   * the live value was rejected, the value of our last write (state file) or what `UpgradeFaultReason` implies.
+   */
+  readonly confirmedManual: string;
+}
+
 /** Options of a {@link DeviceInfoPublisher}. */
 export interface DeviceInfoPublisherOptions {
   readonly api: DeviceInfoApi;
@@ -141,8 +150,13 @@ export interface DeviceInfoPublisherOptions {
    * first successful read calls {@link DeviceInfoPublisherOptions.lateStartup} and takes its value.
    */
   readonly confirmedManual?: string;
-  /** Called with the live values when the start-up read had failed (see `confirmedManual`). */
-  readonly lateStartup?: (values: StartupValues) => void;
+  /**
+   * Called with the live values when the start-up read had failed (see `confirmedManual`); returns what the
+   * restore made of them (a `RestoreResult` of `restoreEngine` has it): `confirmedManual`, the value whose names
+   * count as live from now on — exactly what a start-up read would have given. Without the callback: the live value
+   * when the G.2 rule accepts it, else the engine's separations.
+   */
+  readonly lateStartup?: (values: StartupValues) => LateStartupResult;
   readonly clock?: QueueClock;
   readonly timing?: WritePolicyTiming;
   readonly backoff?: BackoffOptions;
@@ -574,9 +588,13 @@ export class DeviceInfoPublisher {
       upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
     };
     this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
-    this.#o.lateStartup?.(values);
+    const restored = this.#o.lateStartup?.(values);
     const check = checkManualValue(values.manuallySeparateNPU, this.#o.runMode, this.#phyIdsOnNode());
-    if (check.ok) this.#confirm(new Set(check.phyIds));
+    if (restored !== undefined) {
+      // Exactly what the restore took as live: with a rejected value, the names of our last write — not every chip
+      // separated now (one separated after that write, e.g. just before the last shutdown, was never written).
+      this.#confirm(this.#phys(restored.confirmedManual));
+    } else if (check.ok) this.#confirm(new Set(check.phyIds));
     else {
       // A value the rule rejects (restoreEngine kept the separations): they count as the live ones, so a release
       // typed over the garbage later is still seen (this attempt's reconcile rejects the same value).
