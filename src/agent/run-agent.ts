@@ -545,6 +545,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
           nodeName: config.nodeName,
           podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
           logger: log,
+          ...(backoff ? { backoff } : {}), // Events refused in an outage are retried when the API is back
         })
       : undefined;
     if (events) cleanups.push({ what: 'events', run: () => withTimeout(events.close(), 2000, undefined) });
@@ -769,6 +770,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         lateStartup: (v) => {
           const r = restore(v);
           if (r.resync.length > 0) monitor.markResync(r.resync);
+          return r; // its confirmedManual is what counts as live (not the engine's separations)
         },
         onWritten: () => {
           metrics.configMapWrites.inc({ result: 'ok' });
@@ -1144,8 +1146,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         await withTimeout(kubeletStop, left(1500), undefined, hurry); // streams ended, sockets removed
         if (publisher) {
           const boundMs = Math.min(flushMs, left(1000));
+          // flush, not whenIdle: a change still inside the 1 s write spacing (H.4) is written now, not lost
           const idle = await withTimeout(
-            publisher.whenIdle().then(() => true),
+            publisher.flush().then(() => true),
             boundMs,
             false,
             hurry,

@@ -9,7 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import { statusOf } from '../core/errors.js';
 import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
-import { ObjectWriteQueue } from '../kube/write-queue.js';
+import { ApiRecovery, ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
 import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
 import type { ConfigMapLike } from './device-info-intake.js';
 import type { DeviceViewProcessor } from './device-view.js';
@@ -74,7 +74,12 @@ export interface FaultCenterOptions {
   readonly extraServices?: () => PublicFaultService[];
   readonly timings?: Partial<FaultCenterTimings>;
   readonly now?: () => number;
+  /** Backoff of the ConfigMap write queues (default: the queue's, 0.5 s doubling to 30 s); woken by the term's recovery. */
+  readonly backoff?: Omit<BackoffOptions, 'recovery'>;
 }
+
+/** Bound of one `GET /readyz` outage probe. */
+const PROBE_TIMEOUT_MS = 2000;
 
 const DEVICE_INFO_SELECTOR = 'mx-consumer-cim=true';
 const STATE_KEY = 'state';
@@ -93,6 +98,12 @@ interface Term {
   unsubscribe: (() => void)[];
   chunkQueues: Map<number, ObjectWriteQueue<ConfigMapBody>>;
   stateQueue: ObjectWriteQueue<ConfigMapBody>;
+  /**
+   * The "API server back" signal of the term's write queues (the agent's mechanism, docs/agent.md "Outages"): a
+   * queue backing off after an outage writes within about a second of the API server answering `/readyz` again,
+   * not after its backoff (up to 30 s).
+   */
+  recovery: ApiRecovery;
   usedChunks: number;
   dirty: boolean;
   lastPublishMs: number;
@@ -201,6 +212,10 @@ export class FaultCenter {
       },
     });
     const writer = configMapWriter(this.#core);
+    const health = new k8s.Health(o.kubeConfig);
+    const recovery = new ApiRecovery({
+      probe: () => health.readyz({ signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).catch(() => false),
+    });
     const term: Term = {
       core,
       stopped: false,
@@ -211,8 +226,10 @@ export class FaultCenter {
       chunkQueues: new Map(),
       stateQueue: new ObjectWriteQueue({
         writer,
+        backoff: { ...o.backoff, recovery },
         onError: (e) => this.#log.warn({ err: String(e) }, 'state ConfigMap write failed'),
       }),
+      recovery,
       usedChunks: 0,
       dirty: true,
       lastPublishMs: 0,
@@ -263,6 +280,7 @@ export class FaultCenter {
     await Promise.all(term.services.map((s) => s.stop().catch(() => undefined)));
     for (const q of term.chunkQueues.values()) q.close();
     term.stateQueue.close();
+    term.recovery.close();
   }
 
   async #event(reason: string, message: string, name: string, namespace: string): Promise<void> {
@@ -587,6 +605,7 @@ export class FaultCenter {
       if (q === undefined) {
         q = new ObjectWriteQueue({
           writer: configMapWriter(this.#core),
+          backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
         });

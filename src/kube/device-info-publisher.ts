@@ -124,6 +124,15 @@ export interface StartupValues {
   readonly upgradeFaultReason: string;
 }
 
+/** What {@link DeviceInfoPublisherOptions.lateStartup} returns. */
+export interface LateStartupResult {
+  /**
+   * The `ManuallySeparateNPU` value known to be live (as `confirmedManual` at start): the clean live value, or when
+   * the live value was rejected, the value of our last write (state file) or what `UpgradeFaultReason` implies.
+   */
+  readonly confirmedManual: string;
+}
+
 /** Options of a {@link DeviceInfoPublisher}. */
 export interface DeviceInfoPublisherOptions {
   readonly api: DeviceInfoApi;
@@ -141,8 +150,13 @@ export interface DeviceInfoPublisherOptions {
    * first successful read calls {@link DeviceInfoPublisherOptions.lateStartup} and takes its value.
    */
   readonly confirmedManual?: string;
-  /** Called with the live values when the start-up read had failed (see `confirmedManual`). */
-  readonly lateStartup?: (values: StartupValues) => void;
+  /**
+   * Called with the live values when the start-up read had failed (see `confirmedManual`); returns what the
+   * restore made of them (a `RestoreResult` of `restoreEngine` has it): `confirmedManual`, the value whose names
+   * count as live from now on — exactly what a start-up read would have given. Without the callback: the live value
+   * when the G.2 rule accepts it, else the engine's separations.
+   */
+  readonly lateStartup?: (values: StartupValues) => LateStartupResult;
   readonly clock?: QueueClock;
   readonly timing?: WritePolicyTiming;
   readonly backoff?: BackoffOptions;
@@ -166,6 +180,8 @@ const MAX_REPORTED = 64;
 const OWN_RVS = 16;
 /** Contents of writes sent since the last success (in flight, or failed: the server may have committed them). */
 const SENT_CONTENTS = 8;
+/** Decide-and-write rounds of {@link DeviceInfoPublisher.flush}. */
+const FLUSH_ROUNDS = 4;
 
 /** Publishes the device-info ConfigMap. */
 export class DeviceInfoPublisher {
@@ -209,6 +225,8 @@ export class DeviceInfoPublisher {
   #timerAt: number | undefined;
   #seq = 0;
   #stopped = false;
+  /** {@link flush} runs: the 1 s spacing is not waited for. */
+  #flushing = false;
   #operatorReleases = 0;
   #rejectedInputs = 0;
   #foreignEdits = 0;
@@ -332,6 +350,32 @@ export class DeviceInfoPublisher {
     return this.#queue.whenIdle();
   }
 
+  /**
+   * Shutdown flush: a change (or a foreign edit) still waiting for the end of the 1 s spacing (spec H.4) is not in
+   * the write queue yet, so {@link whenIdle} alone would return without it. Writes it now, ignoring the spacing
+   * (the process is going away), and resolves when no write waits or runs. The caller bounds the wait (a retry
+   * waiting for the API server counts as waiting).
+   */
+  async flush(): Promise<void> {
+    if (this.#stopped) return this.#queue.whenIdle();
+    this.#flushing = true;
+    try {
+      // A write in flight, then what changed during it: a few rounds suffice (no engine cycle runs at shutdown).
+      for (let round = 0; round < FLUSH_ROUNDS && !this.#stopped; round++) {
+        if (round > 0 && !this.#unwritten()) break;
+        this.#evaluate();
+        await this.#queue.whenIdle();
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  /** Whether something noted since the last write (or found equal) may still need a write. */
+  #unwritten(): boolean {
+    return this.#force || this.#changes !== this.#clean || this.#queued || this.#writing;
+  }
+
   /** Stops watching and writing (a write in flight completes). */
   stop(): void {
     this.#stopped = true;
@@ -409,8 +453,8 @@ export class DeviceInfoPublisher {
     if (this.#stopped) return;
     const now = this.#clock.now();
     const last = this.#last;
-    const minAt =
-      last === undefined ? now : last.writtenAtMs + (this.#o.timing?.minIntervalMs ?? MIN_WRITE_INTERVAL_MS);
+    const minInterval = this.#flushing ? 0 : (this.#o.timing?.minIntervalMs ?? MIN_WRITE_INTERVAL_MS);
+    const minAt = last === undefined ? now : last.writtenAtMs + minInterval;
     if (this.#writing || this.#queued) {
       // decided again when the write in flight (or waiting in the queue) is done (keeps writes ≥ 1 s apart)
       this.#dirty = true;
@@ -437,7 +481,8 @@ export class DeviceInfoPublisher {
     }
     if (changed || verify) {
       const mark = this.#changes;
-      const d = decideWrite(last, snapshotOf(this.#content(now)), now, this.#o.timing);
+      const timing = this.#flushing ? { ...this.#o.timing, minIntervalMs: 0 } : this.#o.timing;
+      const d = decideWrite(last, snapshotOf(this.#content(now)), now, timing);
       if (d.action === 'skip') {
         this.#clean = mark; // the same as written: nothing to build until the next change
         return this.#arm(d.heartbeatAtMs, now);
@@ -543,9 +588,13 @@ export class DeviceInfoPublisher {
       upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
     };
     this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
-    this.#o.lateStartup?.(values);
+    const restored = this.#o.lateStartup?.(values);
     const check = checkManualValue(values.manuallySeparateNPU, this.#o.runMode, this.#phyIdsOnNode());
-    if (check.ok) this.#confirm(new Set(check.phyIds));
+    if (restored !== undefined) {
+      // Exactly what the restore took as live: with a rejected value, the names of our last write — not every chip
+      // separated now (one separated after that write, e.g. just before the last shutdown, was never written).
+      this.#confirm(this.#phys(restored.confirmedManual));
+    } else if (check.ok) this.#confirm(new Set(check.phyIds));
     else {
       // A value the rule rejects (restoreEngine kept the separations): they count as the live ones, so a release
       // typed over the garbage later is still seen (this attempt's reconcile rejects the same value).

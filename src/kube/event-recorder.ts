@@ -4,10 +4,25 @@
  * `bottleneck` token bucket (upstream: 10 per minute, burst 10). Upstream drops what the bucket refuses; here a
  * refused Event is counted into a summary, and one summary Event per free token says what was left out, so
  * nothing is lost without a trace.
+ *
+ * An Event the API server could not take because it was not answering (network error, 5xx) or throttling (429) is
+ * kept for a retry (issue 12): at most {@link DEFAULT_MAX_RETAINED} of them (K.1's queue capacity), the oldest
+ * dropped first, counted and logged once per outage. They are retried one at a time through the same token bucket,
+ * after a backoff or as soon as the agent's {@link ApiRecovery} sees the API server back. A 4xx other than 429 is
+ * an answer about the Event itself: logged once and not retried.
  */
 import type * as k8s from '@kubernetes/client-node';
 import Bottleneck from 'bottleneck';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import { statusOf } from '../core/errors.js';
+import {
+  backoffDelay,
+  isOutageStatus,
+  RetryTimer,
+  systemQueueClock,
+  type BackoffOptions,
+  type QueueClock,
+} from './write-queue.js';
 
 /** One Event to create. */
 export interface AgentEvent {
@@ -36,6 +51,12 @@ export interface EventRecorderStats {
   summaries: number;
   /** Create calls the API server refused (after one retry with another name on AlreadyExists). */
   failed: number;
+  /** Events created by a retry after a network error, a 5xx or a 429. */
+  retried: number;
+  /** Events waiting for a retry now. */
+  retaining: number;
+  /** Events dropped from the retry queue (oldest first) because it was full. */
+  retryDropped: number;
 }
 
 /** Options of a {@link KubeEventRecorder}. */
@@ -55,7 +76,22 @@ export interface KubeEventRecorderOptions {
   readonly logger?: Logger;
   /** Samples named in a summary message (default 10). */
   readonly summarySamples?: number;
+  /** Timers of the retries (default: the process clock). */
+  readonly clock?: QueueClock;
+  /** Backoff of the retries; its `recovery` wakes them when the API server is back (the agent's shared signal). */
+  readonly backoff?: BackoffOptions;
+  readonly random?: () => number;
+  /** Events kept for a retry at most (default {@link DEFAULT_MAX_RETAINED}). */
+  readonly maxRetained?: number;
 }
+
+/** Events kept for a retry while the API server does not answer (spec K.1: the event queue holds 100). */
+export const DEFAULT_MAX_RETAINED = 100;
+/** Characters of an API error quoted in a log line. */
+const LOGGED_ERROR_CHARS = 300;
+
+/** What one create attempt came to. */
+type Outcome = 'created' | 'retry' | 'rejected';
 
 /** Component name upstream reports (K.1). */
 export const EVENT_COMPONENT = 'device-plugin';
@@ -85,19 +121,39 @@ export class KubeEventRecorder implements EventSink {
   /** Events handed to the limiter that have neither started nor been refused (see {@link record}). */
   #waiting = 0;
   readonly #maxWaiting: number;
-  readonly #stats: EventRecorderStats = { created: 0, limited: 0, summaries: 0, failed: 0 };
+  /** Events waiting for a retry, oldest first (bounded by `maxRetained`). */
+  #retained: AgentEvent[] = [];
+  readonly #retry: RetryTimer;
+  #retryFailures = 0;
+  /** A retry job is in the limiter or running. */
+  #draining = false;
+  /** The outage's drop (or failure) was logged: one line each until the retry queue is empty again. */
+  #dropLogged = false;
+  #failureLogged = false;
+  readonly #tokenMs: number;
+  readonly #stats: EventRecorderStats = {
+    created: 0,
+    limited: 0,
+    summaries: 0,
+    failed: 0,
+    retried: 0,
+    retaining: 0,
+    retryDropped: 0,
+  };
 
   constructor(options: KubeEventRecorderOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#log = options.logger ?? NOOP_LOGGER;
+    this.#retry = new RetryTimer(options.clock ?? systemQueueClock, options.backoff?.recovery);
     const per = options.perInterval ?? 10;
     const burst = options.burst ?? per;
     this.#maxWaiting = burst + 1;
+    this.#tokenMs = Math.max(1, Math.round((options.intervalMs ?? 60_000) / per));
     this.#limiter = new Bottleneck({
       reservoir: burst,
       reservoirIncreaseAmount: 1,
-      reservoirIncreaseInterval: Math.max(1, Math.round((options.intervalMs ?? 60_000) / per)),
+      reservoirIncreaseInterval: this.#tokenMs,
       reservoirIncreaseMaximum: burst,
       // One job may wait for the next token (the pending summary, or the Event that found the bucket empty);
       // anything beyond is refused at once, as upstream's bucket does, and counted into the summary.
@@ -108,7 +164,7 @@ export class KubeEventRecorder implements EventSink {
 
   /** A copy of the counters. */
   get stats(): EventRecorderStats {
-    return { ...this.#stats };
+    return { ...this.#stats, retaining: this.#retained.length };
   }
 
   /** Offers an Event to the limiter; returns at once. */
@@ -131,9 +187,9 @@ export class KubeEventRecorder implements EventSink {
       this.#waiting--;
     };
     this.#limiter
-      .schedule(() => {
+      .schedule(async () => {
         leave();
-        return this.#create(event);
+        if ((await this.#create(event)) === 'retry') this.#retain(event);
       })
       .catch((e: unknown) => {
         leave();
@@ -154,10 +210,86 @@ export class KubeEventRecorder implements EventSink {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#retry.cancel();
     if (this.#droppedTotal > 0)
       this.#log.warn({ dropped: Object.fromEntries(this.#dropped) }, 'events left unsummarised at shutdown');
+    if (this.#retained.length > 0) {
+      const reasons = new Map<string, number>();
+      for (const e of this.#retained) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
+      this.#log.warn({ notCreated: Object.fromEntries(reasons) }, 'events still waiting for a retry at shutdown');
+      this.#retained = [];
+    }
     await this.#limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
     await this.#limiter.disconnect(); // clears the reservoir timer
+  }
+
+  /** Keeps an Event for a retry (bounded: the oldest is dropped first, counted, logged once per outage). */
+  #retain(event: AgentEvent, first = false): void {
+    if (this.#closed) return;
+    if (first) this.#retained.unshift(event);
+    else this.#retained.push(event);
+    const max = Math.max(1, this.#o.maxRetained ?? DEFAULT_MAX_RETAINED);
+    while (this.#retained.length > max) {
+      const dropped = this.#retained.shift()!;
+      this.#stats.retryDropped++;
+      if (!this.#dropLogged) {
+        this.#dropLogged = true;
+        this.#log.warn(
+          { bound: max, reason: dropped.reason, brief: dropped.brief },
+          'events kept for a retry over their bound: the oldest are dropped (counted in retryDropped)',
+        );
+      }
+    }
+    this.#armRetry();
+  }
+
+  #armRetry(): void {
+    if (this.#closed || this.#draining || this.#retry.armed || this.#retained.length === 0) return;
+    const delay = backoffDelay(Math.max(1, this.#retryFailures), this.#o.backoff, this.#o.random);
+    this.#retry.arm(delay, () => this.#drain());
+  }
+
+  /** Retries the oldest kept Event through the token bucket; the next one follows when it was created. */
+  #drain(): void {
+    if (this.#closed || this.#draining || this.#retained.length === 0) return;
+    this.#draining = true;
+    let refused = false;
+    this.#limiter
+      .schedule(async () => {
+        const event = this.#retained.shift();
+        if (event === undefined) return;
+        const outcome = await this.#create(event);
+        if (outcome === 'retry') {
+          this.#retryFailures++;
+          this.#retain(event, true);
+          return;
+        }
+        this.#retryFailures = 0;
+        this.#retry.succeeded();
+        if (outcome === 'created') this.#stats.retried++;
+      })
+      .catch((e: unknown) => {
+        // the limiter's one waiting place is taken: try again when the next token is due
+        if (e instanceof Bottleneck.BottleneckError) refused = true;
+        else this.#log.error({ error: String(e) }, 'event retry failed');
+      })
+      .finally(() => {
+        this.#draining = false;
+        if (this.#retained.length === 0) {
+          if (this.#dropLogged || this.#failureLogged) {
+            this.#log.info({ retried: this.#stats.retried }, 'events kept during the outage created');
+          }
+          this.#dropLogged = false;
+          this.#failureLogged = false;
+        } else if (refused) {
+          if (!this.#closed && !this.#retry.armed) this.#retry.arm(this.#tokenMs, () => this.#drain(), false);
+        } else if (this.#retryFailures === 0) {
+          queueMicrotask(() => this.#drain());
+        } else {
+          this.#armRetry();
+        }
+        this.#maybeSummarise();
+      });
   }
 
   #limited(event: AgentEvent): void {
@@ -171,6 +303,7 @@ export class KubeEventRecorder implements EventSink {
   #maybeSummarise(): void {
     if (this.#closed || this.#summaryQueued || this.#droppedTotal === 0) return;
     this.#summaryQueued = true;
+    let refused = false;
     this.#limiter
       .schedule(() => {
         // Read the counts when the token is granted: everything refused until now is in this one Event.
@@ -184,18 +317,24 @@ export class KubeEventRecorder implements EventSink {
         this.#samples = [];
         this.#droppedTotal = 0;
         this.#stats.summaries++;
-        return this.#create({ type: 'Warning', reason: 'EventsRateLimited', message });
+        const summary: AgentEvent = { type: 'Warning', reason: 'EventsRateLimited', message };
+        return this.#create(summary).then((outcome) => {
+          if (outcome === 'retry') this.#retain(summary);
+        });
       })
       .catch((e: unknown) => {
-        if (!(e instanceof Bottleneck.BottleneckError)) this.#log.error({ error: String(e) }, 'summary failed');
+        if (e instanceof Bottleneck.BottleneckError) refused = true;
+        else this.#log.error({ error: String(e) }, 'summary failed');
       })
       .finally(() => {
         this.#summaryQueued = false;
-        this.#maybeSummarise();
+        // Refused: the limiter's one waiting place is taken by a job whose end calls this again. Scheduling again
+        // at once would spin (one timer turn per refusal) until that job gets its token.
+        if (!refused) this.#maybeSummarise();
       });
   }
 
-  async #create(event: AgentEvent): Promise<void> {
+  async #create(event: AgentEvent): Promise<Outcome> {
     const now = this.#now();
     const ns = this.#o.namespace ?? 'kube-system';
     const base = `${this.#o.podName}.${event.nameSuffix ?? String(now)}`;
@@ -215,23 +354,39 @@ export class KubeEventRecorder implements EventSink {
       eventTime: time,
       count: 1,
     });
+    const recovery = this.#o.backoff?.recovery;
     try {
       await this.#o.api.createNamespacedEvent({ namespace: ns, body: body(base) });
       this.#stats.created++;
+      recovery?.reportSuccess();
+      return 'created';
     } catch (first) {
       let e = first;
-      if ((e as { code?: number }).code === 409) {
+      if (statusOf(e) === 409) {
         // Two Events of one chip in one millisecond: upstream loses the second; a suffix keeps it.
         try {
           await this.#o.api.createNamespacedEvent({ namespace: ns, body: body(`${base}.${++this.#seq}`) });
           this.#stats.created++;
-          return;
+          recovery?.reportSuccess();
+          return 'created';
         } catch (e2) {
           e = e2;
         }
       }
+      const status = statusOf(e);
+      recovery?.reportFailure(status);
+      const error = String(e).slice(0, LOGGED_ERROR_CHARS);
+      if (isOutageStatus(status) || status === 429) {
+        // kept for a retry: one line per outage, not one per Event and attempt
+        if (!this.#failureLogged && !this.#closed) {
+          this.#failureLogged = true;
+          this.#log.warn({ reason: event.reason, status, error }, 'cannot create event; kept for a retry');
+        }
+        return 'retry';
+      }
       this.#stats.failed++;
-      this.#log.warn({ reason: event.reason, error: String(e) }, 'cannot create event');
+      this.#log.warn({ reason: event.reason, status, error }, 'cannot create event; not retried');
+      return 'rejected';
     }
   }
 }

@@ -26,6 +26,28 @@ export const FAULT_CONFIG_NAME = 'mindx-dl-fault-config';
 const KEY_CODES = 'faultCode.json';
 const KEY_CUSTOM = 'faultCustomization.json';
 
+/**
+ * Log bounds of one value's report (issue 12): a legal 10 MiB `faultCode.json` can hold a million problems, each
+ * quoting a value of any length. At most this many entries are logged, one line each, then one line counting the
+ * rest; every text in them is cut to {@link LOGGED_CHARS} characters with its length.
+ */
+export const MAX_LOGGED_PROBLEMS = 20;
+/** Fatal reasons named in the rejection line (the rest counted in it). */
+export const MAX_LOGGED_FATAL = 10;
+const LOGGED_CHARS = 256;
+
+/** `text` cut to {@link LOGGED_CHARS} characters, the cut marked with the full length. */
+function logged(text: string): string {
+  return text.length > LOGGED_CHARS ? `${text.slice(0, LOGGED_CHARS)}…(${text.length} chars)` : text;
+}
+
+/** The first {@link MAX_LOGGED_FATAL} fatal reasons, each cut, plus one entry counting the others. */
+function loggedFatal(fatal: readonly string[]): string[] {
+  const shown = fatal.slice(0, MAX_LOGGED_FATAL).map(logged);
+  if (fatal.length > MAX_LOGGED_FATAL) shown.push(`… and ${fatal.length - MAX_LOGGED_FATAL} more`);
+  return shown;
+}
+
 /** Options of {@link FaultConfigConfigMapSource}. */
 export interface FaultConfigConfigMapOptions {
   readonly api: Pick<k8s.CoreV1Api, 'listNamespacedConfigMap'>;
@@ -163,7 +185,7 @@ export class FaultConfigConfigMapSource implements FaultConfigSource {
         : parse(text);
     if (!r.ok) {
       const keeps = slot.value !== undefined ? 'the last good ConfigMap value' : 'the local file';
-      this.#log.error({ where, fatal: r.fatal }, `fault configuration rejected; keeping ${keeps}`);
+      this.#log.error({ where, fatal: loggedFatal(r.fatal) }, `fault configuration rejected; keeping ${keeps}`);
       this.#o.events?.record(
         rejectedInputEvent(
           'FaultConfigRejected',
@@ -177,8 +199,16 @@ export class FaultConfigConfigMapSource implements FaultConfigSource {
     }
     slot.value = r.value;
     slot.text = text;
-    for (const p of r.problems)
-      this.#log.warn({ where, path: p.path, value: p.value, reason: p.reason }, 'fault configuration entry');
+    for (const p of r.problems.slice(0, MAX_LOGGED_PROBLEMS)) {
+      const value = p.value === undefined ? {} : { value: logged(p.value) };
+      this.#log.warn({ where, path: logged(p.path), ...value, reason: logged(p.reason) }, 'fault configuration entry');
+    }
+    if (r.problems.length > MAX_LOGGED_PROBLEMS) {
+      this.#log.warn(
+        { where, notLogged: r.problems.length - MAX_LOGGED_PROBLEMS, problems: r.problems.length },
+        `fault configuration entry: … and ${r.problems.length - MAX_LOGGED_PROBLEMS} more`,
+      );
+    }
     return { ...base, status: 'loaded', fatal: [], problems: r.problems, rules: r.rules };
   }
 

@@ -12,7 +12,8 @@ import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
 import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from '../core/go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
-import { systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';
+import { statusOf } from '../core/errors.js';
+import { backoffDelay, RetryTimer, systemQueueClock, type BackoffOptions, type QueueClock } from './write-queue.js';
 
 export const LABEL_CHIP_NAME = 'node.kubernetes.io/npu.chip.name';
 export const LABEL_SERVER_TYPE = 'servertype';
@@ -214,6 +215,8 @@ export class RecoverStowing {
   #sticky = new Set<number>();
   #lastNetWritten: Set<number> | undefined;
   #recover = new Set<number>();
+  /** Phy ids a recovery put into `-Recover` that no write has carried yet (a failed patch must not lose them). */
+  #unwritten = new Set<number>();
   readonly #logicToPhy = new Map<number, number>();
 
   /** Start: chips listed in `-NetworkRecover` stay network-unhealthy-listed until the operator removes them. */
@@ -233,7 +236,8 @@ export class RecoverStowing {
     // The operator removed a chip from -NetworkRecover (compared with what we wrote last): it leaves the sticky list.
     for (const p of this.#lastNetWritten ?? []) if (!liveNetworkRecover.has(p)) this.#sticky.delete(p);
     const recover = new Set(liveRecover);
-    for (const c of chips) if (this.#prevUnhealthy.has(c.phyId) && c.health === 'Healthy') recover.add(c.phyId);
+    for (const c of chips) if (this.#prevUnhealthy.has(c.phyId) && c.health === 'Healthy') this.#unwritten.add(c.phyId);
+    for (const p of this.#unwritten) recover.add(p);
     this.#prevUnhealthy = new Set(chips.filter((c) => c.health === 'Unhealthy').map((c) => c.phyId));
     const net = new Set(liveNetworkRecover);
     for (const c of chips) {
@@ -247,6 +251,11 @@ export class RecoverStowing {
   /** The `-NetworkRecover` value was written (or found live equal): the base of the next removal check. */
   networkRecoverWritten(value: string): void {
     this.#lastNetWritten = parsePhyLabel(value);
+  }
+
+  /** The `-Recover` value of the last {@link step} was written (or found live equal). */
+  recoverWritten(): void {
+    this.#unwritten.clear();
   }
 
   /** Pending in `-Recover`: off the schedulable list (spec H.3). */
@@ -304,6 +313,14 @@ export class NodeLabeler {
   #refreshTimer: unknown;
   #cycling: Promise<void> | undefined;
   #pendingChips: readonly StowingChip[] | undefined;
+  /** The chips of the last cycle, for the retry of a failed Recover-label patch. */
+  #lastChips: readonly StowingChip[] | undefined;
+  /**
+   * Retry of a failed Recover-label patch (issue 12): after a backoff, or as soon as the agent's shared
+   * `ApiRecovery` sees the API server back — not only at the next `-listWatchPeriod` cycle.
+   */
+  readonly #retry: RetryTimer;
+  #cycleFailures = 0;
   #stopped = false;
   readonly stats: NodeLabelerStats = { patches: 0, failedPatches: 0, skippedLabels: 0 };
 
@@ -311,6 +328,7 @@ export class NodeLabeler {
     this.#o = options;
     this.#clock = options.clock ?? systemQueueClock;
     this.#log = options.logger ?? NOOP_LOGGER;
+    this.#retry = new RetryTimer(this.#clock, options.backoff?.recovery);
     if (options.watch !== undefined) {
       const selector = `metadata.name=${options.nodeName}`;
       this.#watch = new ListWatch<k8s.V1Node>({
@@ -455,12 +473,15 @@ export class NodeLabeler {
 
   /**
    * Every cycle (spec I.1, `-autoStowing=false` on the 910 family): updates the Recover labels from the chips'
-   * health. Patches only when a value changes; a failed patch is logged and repeated by the next cycle. Calls
-   * while one runs are coalesced (the last chips win). Does nothing with `-autoStowing=true`.
+   * health. Patches only when a value changes; a failed patch is logged and repeated after a backoff, at once when
+   * the API server is seen back (`backoff.recovery`), or by the next cycle, whichever comes first; a chip it put into
+   * `-Recover` stays there until a patch carries it. Calls while one runs are coalesced (the last chips win). Does
+   * nothing with `-autoStowing=true`.
    */
   cycle(chips: readonly StowingChip[]): Promise<void> {
     if (!this.#stowingOn || this.#stopped) return Promise.resolve();
     this.#pendingChips = chips;
+    this.#lastChips = chips;
     this.#cycling ??= this.#runCycles().finally(() => {
       this.#cycling = undefined;
     });
@@ -481,8 +502,20 @@ export class NodeLabeler {
         if (want.networkRecover !== (liveNet ?? '')) labels[LABEL_NETWORK_RECOVER] = want.networkRecover;
         if (Object.keys(labels).length > 0) await this.#patch({ labels });
         this.#stowing.networkRecoverWritten(want.networkRecover);
+        this.#stowing.recoverWritten();
+        this.#cycleFailures = 0;
+        this.#retry.succeeded();
+        this.#retry.cancel();
       } catch (e) {
-        this.#log.warn({ error: String(e) }, 'Recover label patch failed; repeated next cycle');
+        this.#o.backoff?.recovery?.reportFailure(statusOf(e)); // an outage starts the recovery probe
+        this.#cycleFailures++;
+        const delay = backoffDelay(this.#cycleFailures, this.#o.backoff);
+        this.#log.warn({ error: String(e), retryInMs: delay }, 'Recover label patch failed; retrying');
+        if (!this.#stopped) {
+          this.#retry.arm(delay, () => {
+            if (this.#lastChips !== undefined) void this.cycle(this.#lastChips);
+          });
+        }
       }
     }
   }
@@ -513,6 +546,7 @@ export class NodeLabeler {
 
   stop(): void {
     this.#stopped = true;
+    this.#retry.cancel();
     this.#watch?.stop();
     if (this.#refreshTimer !== undefined) this.#clock.clearTimeout(this.#refreshTimer);
     this.#refreshTimer = undefined;
@@ -530,9 +564,11 @@ export class NodeLabeler {
     const metadata: Record<string, unknown> = {};
     if (meta.labels && Object.keys(meta.labels).length > 0) metadata.labels = meta.labels;
     if (meta.annotations && Object.keys(meta.annotations).length > 0) metadata.annotations = meta.annotations;
+    const recovery = this.#o.backoff?.recovery;
     try {
       const node = await this.#o.api.patchNode({ name: this.#o.nodeName, body: { metadata } }, MERGE_PATCH);
       this.stats.patches++;
+      recovery?.reportSuccess();
       this.#observe(node);
     } catch (e) {
       this.stats.failedPatches++;

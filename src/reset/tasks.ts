@@ -5,6 +5,7 @@
  */
 import type { ChipKind } from '../core/chips.js';
 import { phyIdOfName } from '../core/device-names.js';
+import { ProblemList, quoted } from '../faults/upgrade-reasons.js';
 import type { DeviceUsage, ResetPod } from './types.js';
 
 /** One rank of a task on this node (§1.3 step 5). */
@@ -67,7 +68,17 @@ export function deviceAnnotationKey(kind: ChipKind): string {
   return kind === 'Ascend910A5' ? 'huawei.com/npu' : 'huawei.com/Ascend910';
 }
 
-const podRef = (pod: ResetPod): string => `pod ${pod.namespace}/${pod.name}`;
+/** Characters of a pod's name, namespace or task name quoted in a problem (the API server allows 253). */
+const NAME_CHARS = 253;
+/** Characters of a device name quoted in a problem. */
+const QUOTED_CHARS = 64;
+
+/** `text` cut to `max` characters with its length, for names that are short unless the source is broken. */
+function short(text: string, max = NAME_CHARS): string {
+  return text.length > max ? `${text.slice(0, max)}…(${text.length} chars)` : text;
+}
+
+const podRef = (pod: ResetPod): string => `pod ${short(pod.namespace)}/${short(pod.name)}`;
 
 /** Go `strconv.Atoi` syntax (optional sign, decimal digits), limited to safe integers. */
 function parseGoInt(text: string): number | undefined {
@@ -96,15 +107,21 @@ function logicIdsOf(pod: ResetPod, input: TaskDiscoveryInput): Step<number[]> {
     if (phyId === undefined) {
       return {
         ok: false,
-        problem: `${podRef(pod)}: annotation ${key} has unparsable device name ${JSON.stringify(name)}; pod ignored`,
+        problem: `${podRef(pod)}: annotation ${key} has unparsable device name ${quoted(name)}; pod ignored`,
       };
     }
     const logicId = input.logicIdOfPhy(phyId);
     if (logicId === undefined) {
-      return { ok: false, problem: `${podRef(pod)}: no logic id for phy id ${phyId} (${name}); pod ignored` };
+      return {
+        ok: false,
+        problem: `${podRef(pod)}: no logic id for phy id ${phyId} (${short(name, QUOTED_CHARS)}); pod ignored`,
+      };
     }
     if (logicIds.has(logicId)) {
-      return { ok: false, problem: `${podRef(pod)}: annotation ${key} lists chip ${name} twice; pod ignored` };
+      return {
+        ok: false,
+        problem: `${podRef(pod)}: annotation ${key} lists chip ${short(name, QUOTED_CHARS)} twice; pod ignored`,
+      };
     }
     logicIds.add(logicId);
   }
@@ -125,7 +142,7 @@ function rankIndexOf(pod: ResetPod, input: TaskDiscoveryInput): Step<number> {
   if (value === undefined || value < -1) {
     return {
       ok: false,
-      problem: `${podRef(pod)}: annotation ${RANK_INDEX_ANNOTATION} ${JSON.stringify(text)} is not an integer ≥ -1; pod ignored`,
+      problem: `${podRef(pod)}: annotation ${RANK_INDEX_ANNOTATION} ${quoted(text)} is not an integer ≥ -1; pod ignored`,
     };
   }
   return { ok: true, value };
@@ -141,16 +158,18 @@ function ranksOf(logicIds: readonly number[], rankIndex: number): TaskRank[] {
  * §1.3 `setTaskDevInfoCache`: the tasks of this node by task name, plus one message per pod that was dropped for a
  * reason worth reporting (bad annotation, failed phy → logic conversion, bad rank index, two pods of one task).
  * Pods that simply are not tasks (no device annotation, no task-name label) and partial pods on a training node
- * (step 2, HR-03) are ignored silently.
+ * (step 2, HR-03) are ignored silently. Bounded (they reach the log and `/status`): every value quoted is cut to a
+ * few dozen characters with its length, and only the first `MAX_KEPT_PROBLEMS` problems are kept, plus one entry
+ * counting the rest.
  */
 export function discoverTasks(input: TaskDiscoveryInput): { tasks: Map<string, ResetTask>; problems: string[] } {
   const tasks = new Map<string, ResetTask>();
-  const problems: string[] = [];
+  const problems = new ProblemList();
   for (const pod of input.pods) {
     if (pod.phase === 'Succeeded' || pod.phase === 'Failed') continue; // §1.3: active pods only
     const ids = logicIdsOf(pod, input);
     if (!ids.ok) {
-      if (ids.problem !== undefined) problems.push(ids.problem);
+      if (ids.problem !== undefined) problems.add(ids.problem);
       continue;
     }
     // Step 2: a pod holding fewer chips than a ring is assumed to be partially rescheduled (HR-03).
@@ -159,14 +178,15 @@ export function discoverTasks(input: TaskDiscoveryInput): { tasks: Map<string, R
     if (name === undefined) continue;
     const rankIndex = rankIndexOf(pod, input);
     if (!rankIndex.ok) {
-      if (rankIndex.problem !== undefined) problems.push(rankIndex.problem);
+      if (rankIndex.problem !== undefined) problems.add(rankIndex.problem);
       continue;
     }
     // Step 6: one pod per task per node is assumed; like upstream the last pod processed wins, but we say so.
     const previous = tasks.get(name);
     if (previous !== undefined) {
-      problems.push(
-        `task ${name}: ${podRef(pod)} replaces ${podRef(previous.pod)} (one pod per task per node is assumed)`,
+      problems.add(
+        () =>
+          `task ${short(name)}: ${podRef(pod)} replaces ${podRef(previous.pod)} (one pod per task per node is assumed)`,
       );
     }
     tasks.set(name, {
@@ -178,5 +198,5 @@ export function discoverTasks(input: TaskDiscoveryInput): { tasks: Map<string, R
       distributed: pod.annotations[DISTRIBUTED_JOB_ANNOTATION] === 'true',
     });
   }
-  return { tasks, problems };
+  return { tasks, problems: problems.list() };
 }

@@ -1,5 +1,6 @@
 /**
- * `ascend-npu-agent simulate [--scenario F] [--timeline F] [--speed N]` (architecture §3, `npm start`): the real
+ * `ascend-npu-agent simulate [--scenario F] [--timeline F] [--speed N] [--dcmiLibrary F]` (architecture §3,
+ * `npm start`): the real
  * agent (`runAgent`) on the mock DCMI library, with the embedded kubelet simulator and Kubernetes API stand-in, every
  * host path in a temporary folder (no root, no cluster, no NPU). It plays the scenario's `timeline` (else
  * `scenarios/timelines/demo.jsonl`), prints a live table after every step — chip, level, health as kubelet sees
@@ -9,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { parseAgentArgs } from '../cli/agent-flags.js';
 import { chipName } from '../core/device-names.js';
@@ -40,10 +42,12 @@ interface SimOptions {
   timeline?: string;
   speed: number;
   keep: boolean;
+  /** The DCMI library the agent runs on (default: the mock). */
+  dcmiLibrary: string;
 }
 
 function parseSimArgs(args: readonly string[]): SimOptions | string {
-  const o: SimOptions = { scenario: DEFAULT_SCENARIO, speed: 1, keep: false };
+  const o: SimOptions = { scenario: DEFAULT_SCENARIO, speed: 1, keep: false, dcmiLibrary: MOCK_DCMI_LIBRARY };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -70,11 +74,18 @@ function parseSimArgs(args: readonly string[]): SimOptions | string {
         o.speed = n;
         break;
       }
+      case '--dcmiLibrary':
+      case '-dcmiLibrary': {
+        const v = value();
+        if (!v) return `${name} needs a file`;
+        o.dcmiLibrary = path.resolve(v);
+        break;
+      }
       case '--keep':
         o.keep = true;
         break;
       default:
-        return `unknown simulate argument ${a}; usage: simulate [--scenario FILE] [--timeline FILE] [--speed N] [--keep]`;
+        return `unknown simulate argument ${a}; usage: simulate [--scenario FILE] [--timeline FILE] [--speed N] [--dcmiLibrary FILE] [--keep]`;
     }
   }
   return o;
@@ -91,10 +102,10 @@ export function makeDeviceNodes(devDir: string, chips = 16): void {
 /** The agent flags that point every host path into `dir` (architecture §4). */
 export function sandboxFlags(
   dir: string,
-  extra: { kubeconfig?: string; logFile?: string; listWatchPeriod?: number } = {},
+  extra: { kubeconfig?: string; logFile?: string; listWatchPeriod?: number; dcmiLibrary?: string } = {},
 ): string[] {
   return [
-    `-dcmiLibrary=${MOCK_DCMI_LIBRARY}`,
+    `-dcmiLibrary=${extra.dcmiLibrary ?? MOCK_DCMI_LIBRARY}`,
     `-hccnTool=${MOCK_HCCN_TOOL}`,
     `-kubeletDir=${path.join(dir, 'kubelet')}`,
     `-podResourcesSocket=${path.join(dir, 'pr.sock')}`,
@@ -195,9 +206,13 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     // The mock reads these on the first dcmi_init (architecture §5); hccn_tool inherits them.
     process.env.ASCEND_MOCK_SCENARIO = opts.scenario;
     process.env.ASCEND_MOCK_CONTROL = control;
-    const parsed = parseAgentArgs(sandboxFlags(dir, { kubeconfig, logFile }), { NODE_NAME: SIM_NODE_NAME });
+    const parsed = parseAgentArgs(sandboxFlags(dir, { kubeconfig, logFile, dcmiLibrary: opts.dcmiLibrary }), {
+      NODE_NAME: SIM_NODE_NAME,
+    });
     if (!parsed.ok) throw new Error(parsed.errors.join('; '));
-    const log = createLogger({ logLevel: 0, logFile });
+    // Opened synchronously: a file destination still opening when the process exits makes pino's exit flush throw
+    // ("sonic boom is not ready yet") over the clear error of a start-up that failed at once (no mock library).
+    const log = createLogger({ logLevel: 0, logFile, destination: pino.destination({ dest: logFile, sync: true }) });
     const started = Date.now();
     agent = await runAgent(parsed.config!, { logger: log, env: process.env, kubeConfig: api.kubeConfig() });
     const a = agent;

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { FaultCenter } from '../../src/cluster/fault-center.js';
+import { FaultCenter, type FaultCenterOptions, type FaultCenterTimings } from '../../src/cluster/fault-center.js';
 import { CONFIGMAPS, KubeApiStandIn, VOLCANO_PODGROUPS, PODS, CORE_EVENTS, LEASES } from '../../src/sim/kube-api.js';
 import { deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
 
@@ -34,8 +34,16 @@ function cm(ns: string, name: string) {
   return api.store.get(CONFIGMAPS, ns, name) as { data?: Record<string, string> } | undefined;
 }
 
-function center(identity: string, opts: { countJoblessFaults?: boolean } = {}): FaultCenter {
+function center(
+  identity: string,
+  opts: {
+    countJoblessFaults?: boolean;
+    timings?: Partial<FaultCenterTimings>;
+    backoff?: FaultCenterOptions['backoff'];
+  } = {},
+): FaultCenter {
   const c = new FaultCenter({
+    ...(opts.backoff ? { backoff: opts.backoff } : {}),
     kubeConfig: api.kubeConfig(),
     identity,
     leaseName: 'ascend-fault-center',
@@ -51,6 +59,7 @@ function center(identity: string, opts: { countJoblessFaults?: boolean } = {}): 
       leaseRenewDeadlineMs: 500,
       leaseRetryPeriodMs: 100,
       startupRetryMs: 50,
+      ...opts.timings,
     },
     now,
   });
@@ -116,6 +125,23 @@ describe('fault center against the stand-in', () => {
       'Ascend910-3',
     ]);
   });
+
+  test('outage: a cluster-info write backing off after a 503 outage is woken when the API server is back, not after its backoff', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    center('a', {
+      // the Lease outlives the outage (the term and its queues stay); a publish is forced every 200 ms
+      timings: { leaseDurationSec: 60, leaseRenewDeadlineMs: 30_000, leaseRetryPeriodMs: 1000, publishForceMs: 200 },
+      backoff: { initialMs: 60_000, maxMs: 60_000 }, // a retry that only its timer could start comes after the test
+    });
+    await until(() => published().includes('node-1'), 'published node-1');
+    api.setAvailable(false);
+    await sleep(1000); // forced publishes fail: the chunk queue waits 60 s for its retry
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-2', []));
+    api.setAvailable(true);
+    await until(() => published().includes('node-2'), 'node-2 published after the outage', 20_000);
+    expect(JSON.parse(published())['mindx-dl-deviceinfo-node-2'].CmName).toBe('mindx-dl-deviceinfo-node-2');
+  }, 30_000);
 
   test('1.2 an invalid policy edit is rejected with an Event naming the key, previous policy kept', async () => {
     seed();

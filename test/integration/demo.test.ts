@@ -36,6 +36,15 @@ describe('architecture §3 npm start demo', () => {
     expect(r.stdout).toMatch(/^ascend-npu-agent \d+\.\d+\.\d+\n$/);
   });
 
+  test('architecture §4 exit 3: without the mock library (as in the production image) simulate prints one clear line, no stack', async () => {
+    const missing = path.join(PROJECT_ROOT, 'build', 'Release', 'no-such-libdcmi.so');
+    const r = await runAgent(['simulate', '--dcmiLibrary', missing]);
+    expect([r.code, r.stderr]).toEqual([
+      3,
+      `ascend-npu-agent simulate: DCMI library unusable: -dcmiLibrary ${missing}: cannot be read: ENOENT\n`,
+    ]);
+  });
+
   test('an unknown simulate argument exits 2 naming it', async () => {
     const r = await runAgent(['simulate', '--bogus']);
     expect(r.code).toBe(2);

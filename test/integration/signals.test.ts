@@ -18,7 +18,15 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
-import { AGENT_JS, AgentProcess, AgentSandbox, SEPARATE_CODE } from '../helpers/agent-process.js';
+import {
+  AGENT_JS,
+  AgentProcess,
+  AgentSandbox,
+  deviceList,
+  listed,
+  SEPARATE_CODE,
+  UNHEALTHY_KEY,
+} from '../helpers/agent-process.js';
 
 const FAULT_CENTER_JS = path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
 
@@ -132,6 +140,25 @@ describe('issue [K] item 8: SIGTERM during the agent start-up waits (architectur
 });
 
 describe('issue [K] item 8: SIGTERM while the agent runs', () => {
+  test(
+    'H.4 a fault seen right before SIGTERM is in the ConfigMap after the exit: the shutdown flush does not wait out the 1 s spacing',
+    async () => {
+      sb = await AgentSandbox.create();
+      const s = sb;
+      const agent = await s.start();
+      await s.until(() => s.deviceInfo(), 'the first ConfigMap write');
+      const unhealthy = (): string => deviceList(s)?.[UNHEALTHY_KEY] ?? '';
+      await s.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'occur' });
+      await s.until(() => listed(unhealthy(), 'Ascend910-2'), 'the first fault written');
+      // within 1 s of that write: the second fault waits in the publisher's spacing, not in the write queue
+      await s.mock({ op: 'fault', logicId: 5, eventId: SEPARATE_CODE, assertion: 'occur' });
+      await s.until(() => s.health('Ascend910-5') === 'Unhealthy', 'the second fault seen by kubelet');
+      const { code } = await terminate(agent);
+      expect([code, listed(unhealthy(), 'Ascend910-5')]).toEqual([0, true]);
+    },
+    SIGNAL_TEST_MS,
+  );
+
   test(
     'a second SIGTERM while the shutdown waits for the ConfigMap flush (API down): exit 0',
     async () => {

@@ -1,11 +1,22 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
+import { exportEngineState, FaultEngine } from '../../src/faults/index.js';
 import { restoreEngine } from '../../src/kube/engine-startup.js';
+import { ENGINE_STATE_FORMAT, type PersistedState } from '../../src/kube/engine-state-persistence.js';
 import { DeviceInfoPublisher, engineSeparationHost, readStartupValues } from '../../src/kube/device-info-publisher.js';
 import { verifyDeviceInfoCfg } from '../../src/kube/device-info.js';
 import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
-import { CM, HBM, KubeHarness, NODE, SEP, tick, until } from './harness.js';
+import { shippedPolicy } from '../faults/helpers.js';
+import { CM, HBM, KubeHarness, NODE, SEP, T0, tick, until } from './harness.js';
+
+const hbm = (logicId: number, timeMs: number) => ({
+  logicId,
+  code: HBM,
+  assertion: 'occur' as const,
+  severity: 2,
+  timeMs,
+});
 
 let api: KubeApiStandIn;
 let h: KubeHarness;
@@ -476,4 +487,109 @@ describe('bad input: operator values up to the 1 MiB ConfigMap limit (issue 12 i
       ]).toEqual([1, true, true, true]);
     });
   }
+});
+
+describe('H.4 shutdown flush (issue 12 loose end 1)', () => {
+  const writes = (): number => api.writeCount({ resource: 'configmaps', name: CM });
+  const unhealthy = async (): Promise<string> =>
+    JSON.parse((await h.live()).DeviceInfoCfg!).DeviceInfo.DeviceList['huawei.com/Ascend910-Unhealthy'];
+
+  test('H.4 flush writes a change still waiting for the end of the 1 s spacing, without the clock moving', async () => {
+    await started();
+    h.cycle([{ logicId: 3, code: SEP }]); // within 1 s of the first write: waits for the spacing
+    await h.settle();
+    expect([writes(), await unhealthy()]).toEqual([1, '']);
+    await h.publisher.flush();
+    expect([writes(), await unhealthy()]).toEqual([2, 'Ascend910-3']);
+  });
+
+  test('H.4 flush writes a change noted while a write was in flight', async () => {
+    // chip 5 fails after the content of the write of chip 3 was built, while its PUT runs
+    let during: (() => void) | undefined;
+    const racing = Object.create(h.core) as k8s.CoreV1Api;
+    racing.replaceNamespacedConfigMap = async (p) => {
+      during?.();
+      during = undefined;
+      return h.core.replaceNamespacedConfigMap(p);
+    };
+    await started({ api: racing });
+    await h.advance(5000);
+    during = () => h.cycle([{ logicId: 5, code: SEP }]);
+    h.cycle([{ logicId: 3, code: SEP }]); // a quiet second before: written at once
+    await tick();
+    await h.publisher.flush();
+    expect([writes(), await unhealthy()]).toEqual([3, 'Ascend910-3,Ascend910-5']);
+  });
+
+  test('H.4 flush without a change writes nothing (the heartbeat is not due)', async () => {
+    await started();
+    await h.advance(2000);
+    await h.publisher.flush();
+    expect(writes()).toBe(1);
+  });
+});
+
+describe('G.3 late start-up load takes exactly what the restore confirmed (issue 12 loose end 4)', () => {
+  test('G.3 garbage read late over a state file: a chip separated after our last write is not taken as written, and a clean edit later does not release it', async () => {
+    // The previous run separated chips 3 and 6, but its last successful write carried only chip 3.
+    const before = new FaultEngine(shippedPolicy(), {
+      chips: Array.from({ length: 8 }, (_, i) => ({ logicId: i, phyId: i })),
+    });
+    for (const id of [3, 6]) {
+      for (let k = 0; k < 2; k++) before.cycle({ now: T0 + k * 1000, events: [hbm(id, T0 + k * 1000)] });
+    }
+    const persisted: PersistedState = {
+      format: ENGINE_STATE_FORMAT,
+      savedAtMs: T0,
+      nodeName: NODE,
+      confirmedManual: 'Ascend910-3',
+      engine: exportEngineState(before),
+    };
+    // While the agent was down an operator typed garbage; at start the read failed (no confirmedManual).
+    await h.core.createNamespacedConfigMap({
+      namespace: 'kube-system',
+      body: { metadata: { name: CM }, data: { ManuallySeparateNPU: 'garbage', UpgradeFaultReason: '{}' } },
+    });
+    let failed = false;
+    const flaky = Object.create(h.core) as k8s.CoreV1Api;
+    flaky.replaceNamespacedConfigMap = async (p) => {
+      if (!failed) {
+        failed = true; // the first write after the late load does not get through
+        throw Object.assign(new Error('service unavailable'), { code: 503 });
+      }
+      return h.core.replaceNamespacedConfigMap(p);
+    };
+    h.publisher = new DeviceInfoPublisher({
+      api: flaky,
+      watch: api.kubeConfig(),
+      nodeName: NODE,
+      runMode: 'Ascend910',
+      view: (now) =>
+        deviceInfoViewOf(
+          h.engine.snapshot(),
+          h.engine,
+          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
+          now,
+        ),
+      separation: engineSeparationHost(h.engine, 'Ascend910', () => h.cycle()),
+      events: h.events,
+      lateStartup: (v) => restoreEngine(h.engine, { persisted, live: v, now: h.clock.now(), runMode: 'Ascend910' }),
+      clock: h.clock,
+      backoff: { initialMs: 500, maxMs: 4000, jitter: 0 },
+      random: () => 0.5,
+    });
+    await h.publisher.start();
+    await until(() => failed && h.publisher.stats.failures === 1); // its retry waits 500 ms of the fake clock
+    const confirmed = h.publisher.confirmedManualSeparation();
+    // The operator replaces the garbage by a clean value naming the one chip they could have seen.
+    await h.operatorSets('ManuallySeparateNPU', 'Ascend910-3');
+    await h.advance(1000);
+    await h.advance(1000);
+    expect([failed, confirmed, h.separated(), (await h.live()).ManuallySeparateNPU]).toEqual([
+      true,
+      'Ascend910-3',
+      [3, 6],
+      'Ascend910-3,Ascend910-6',
+    ]);
+  });
 });

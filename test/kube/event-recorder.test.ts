@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
+import Bottleneck from 'bottleneck';
+import { NOOP_LOGGER, type Logger } from '../../src/core/logger.js';
 import { faultEvent, releaseUpgradeFaultEvent, transitionEvents } from '../../src/kube/agent-events.js';
 import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
+import { ApiRecovery } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { until } from './harness.js';
 
@@ -152,5 +155,126 @@ describe('K.2 and ours', () => {
       ['Warning', 'FaultEscalated', true],
       ['Warning', 'ManuallySeparated', true],
     ]);
+  });
+});
+
+describe('K.1 Events during an API outage are retried, bounded (issue 12 loose end 2)', () => {
+  /** A recorder on the stand-in whose retries wait long unless woken by `recovery`. */
+  function recorder(o: { recovery?: ApiRecovery; maxRetained?: number; perInterval?: number } = {}) {
+    const lines: string[] = [];
+    const logger = {
+      ...NOOP_LOGGER,
+      warn: (_o: unknown, msg?: string) => void lines.push(msg ?? ''),
+      info: (_o: unknown, msg?: string) => void lines.push(msg ?? ''),
+    } as unknown as Logger;
+    rec = new KubeEventRecorder({
+      api: core,
+      nodeName: 'node-a',
+      podName: 'agent-x',
+      perInterval: o.perInterval ?? 100,
+      intervalMs: 1000,
+      logger,
+      backoff: { initialMs: 60_000, maxMs: 60_000, ...(o.recovery ? { recovery: o.recovery } : {}) },
+      ...(o.maxRetained !== undefined ? { maxRetained: o.maxRetained } : {}),
+    });
+    return { rec, lines };
+  }
+
+  test('K.1 Events refused with 503 are created once the API server is back, woken by the recovery signal', async () => {
+    const recovery = new ApiRecovery({ probe: () => Promise.resolve(!api.unavailable), probeIntervalMs: 50 });
+    try {
+      const { rec: r } = recorder({ recovery });
+      api.setAvailable(false);
+      for (let i = 0; i < 5; i++) r.record(occur(i, 1000 + i));
+      await until(() => r.stats.retaining === 5);
+      api.setAvailable(true);
+      await until(() => r.stats.retried === 5); // the retry's own delay is 60 s: only the wake can do it
+      expect([(await events()).filter((e) => e.reason === 'Occur').length, r.stats.failed]).toEqual([5, 0]);
+    } finally {
+      recovery.close();
+    }
+  });
+
+  test('K.1 the retry queue is bounded: the oldest are dropped first, counted, and logged by one line', async () => {
+    const recovery = new ApiRecovery({ probe: () => Promise.resolve(!api.unavailable), probeIntervalMs: 50 });
+    try {
+      const { rec: r, lines } = recorder({ recovery, maxRetained: 3 });
+      api.setAvailable(false);
+      for (let i = 0; i < 8; i++) r.record(occur(i, 1000 + i));
+      await until(() => r.stats.retaining + r.stats.retryDropped === 8);
+      api.setAvailable(true);
+      await until(() => r.stats.retried === 3);
+      const names = (await events()).map((e) => e.metadata?.name).sort();
+      expect([
+        r.stats.retryDropped,
+        names,
+        lines.filter((l) => l.startsWith('events kept for a retry over their bound')).length,
+      ]).toEqual([5, ['agent-x.10055', 'agent-x.10066', 'agent-x.10077'], 1]);
+    } finally {
+      recovery.close();
+    }
+  });
+
+  test('K.1 retries take tokens of the same bucket: after the outage no more Events than the bucket allows', async () => {
+    const recovery = new ApiRecovery({ probe: () => Promise.resolve(!api.unavailable), probeIntervalMs: 50 });
+    try {
+      rec = new KubeEventRecorder({
+        api: core,
+        nodeName: 'node-a',
+        podName: 'agent-x',
+        perInterval: 3,
+        intervalMs: 60_000, // no token comes back during the test
+        backoff: { initialMs: 60_000, maxMs: 60_000, recovery },
+      });
+      const r = rec;
+      api.setAvailable(false);
+      r.record(occur(1, 1001)); // takes one token, fails
+      await until(() => r.stats.retaining === 1);
+      api.setAvailable(true);
+      await until(() => r.stats.retried === 1); // the retry takes the second token
+      r.record(occur(2, 1002)); // the third
+      r.record(occur(3, 1003)); // waits for a token (one may wait)
+      r.record(occur(4, 1004)); // over the bucket: counted for the summary, not created
+      await until(() => r.stats.created === 2 && r.stats.limited === 1);
+      await new Promise((res) => setTimeout(res, 100));
+      expect((await events()).length).toBe(2);
+    } finally {
+      recovery.close();
+    }
+  });
+
+  test('K.1 an Event refused with a 4xx other than 429 is not retried, and logged once', async () => {
+    const { rec: r, lines } = recorder();
+    r.record({ ...occur(1, 1001), nameSuffix: 'Not_A_Valid_Name' }); // 422 from the stand-in's name check
+    await until(() => r.stats.failed === 1);
+    await new Promise((res) => setTimeout(res, 100));
+    expect([r.stats.retaining, lines.filter((l) => l.startsWith('cannot create event')).length]).toEqual([0, 1]);
+  });
+});
+
+describe('K.1 a refused summary does not spin (issue 12 loose end 2)', () => {
+  test('K.1 while an Event waits for a token, the summary of what was limited is scheduled once, not in a loop', async () => {
+    let schedules = 0;
+    rec = new KubeEventRecorder({
+      api: core,
+      nodeName: 'node-a',
+      podName: 'agent-x',
+      perInterval: 1,
+      intervalMs: 60_000,
+    });
+    // Bottleneck's own schedule, counted (the recorder's limiter is private)
+    const proto = Bottleneck.prototype as unknown as { schedule: (...a: unknown[]) => Promise<unknown> };
+    const orig = proto.schedule;
+    proto.schedule = function (this: unknown, ...a: unknown[]): Promise<unknown> {
+      schedules++;
+      return orig.apply(this, a);
+    };
+    try {
+      for (let i = 0; i < 5; i++) rec.record(occur(i, 1000 + i)); // 1 created, 1 waits for a token, 3 limited
+      await new Promise((res) => setTimeout(res, 500));
+      expect(schedules).toBeLessThan(20);
+    } finally {
+      proto.schedule = orig;
+    }
   });
 });

@@ -3,6 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { FaultConfigReport, FaultConfigSource } from '../../src/config/fault-config-source.js';
 import { EMPTY_POLICY, type FaultPolicy } from '../../src/faults/index.js';
 import { FaultConfigConfigMapSource } from '../../src/kube/fault-config-configmap.js';
+import type { Logger } from '../../src/core/logger.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { EventList, until } from './harness.js';
 
@@ -84,5 +85,47 @@ describe('F.8 fault-config ConfigMap, watched', () => {
     await put({ 'faultCustomization.json': RULE });
     await until(hasRule);
     expect(policies.at(-1)?.customization.frequency.size).toBe(1);
+  });
+});
+
+describe('F.8 log lines of a fault-config value are capped (issue 12 loose end 5)', () => {
+  let lines: { level: string; line: string }[];
+
+  beforeEach(async () => {
+    src.close();
+    lines = [];
+    const at =
+      (level: string) =>
+      (o: unknown, msg?: string): void =>
+        void lines.push({ level, line: JSON.stringify({ ...(o as object), msg }) });
+    const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger;
+    src = new FaultConfigConfigMapSource({ api: core, watch: api.kubeConfig(), files, events, logger });
+    await src.start();
+  });
+
+  test('F.8 500 bad entries of 1.5 KB each: 20 entry lines and one counting the other 480, each line under 2 KiB', async () => {
+    const codes = Array.from({ length: 500 }, (_, i) => `bad-${i}-${'z'.repeat(1500)}`);
+    await put({ 'faultCode.json': JSON.stringify({ NotHandleFaultCodes: ['80E01801'], RestartNPUCodes: codes }) });
+    await until(() => src.lastReport().files.some((f) => f.file === 'faultCode.json' && f.status === 'loaded'));
+    const entries = lines.filter((l) => l.line.includes('fault configuration entry'));
+    expect([
+      entries.length,
+      entries.at(-1)?.line.includes('… and 480 more'),
+      Math.max(...entries.map((l) => Buffer.byteLength(l.line))) < 2048,
+    ]).toEqual([21, true, true]);
+  });
+
+  test('F.8 a value rejected for 500 reasons is logged by one line naming 10 of them and counting the rest, under 4 KiB', async () => {
+    const codes = Array.from({ length: 500 }, (_, i) => i); // numbers where strings belong: fatal type problems
+    await put({ 'faultCode.json': JSON.stringify({ NotHandleFaultCodes: codes }) });
+    await until(() => src.lastReport().files.some((f) => f.file === 'faultCode.json' && f.status === 'rejected'));
+    const rejected = lines.filter((l) => l.line.includes('fault configuration rejected'));
+    const fatal = (JSON.parse(rejected[0]!.line) as { fatal: string[] }).fatal;
+    expect([rejected.length, fatal.length, fatal.at(-1), Buffer.byteLength(rejected[0]!.line) < 4096]).toEqual([
+      1,
+      11,
+      '… and 490 more',
+      true,
+    ]);
   });
 });

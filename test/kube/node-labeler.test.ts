@@ -12,7 +12,7 @@ import {
   type NodeLabelerOptions,
   type StowingChip,
 } from '../../src/kube/node-labeler.js';
-import type { QueueClock } from '../../src/kube/write-queue.js';
+import { ApiRecovery, type QueueClock } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { FakeClock, NODE } from './harness.js';
 
@@ -364,5 +364,61 @@ describe('I.1 autoStowing Recover labels', () => {
       list = listOf(l, [viewChip(0), viewChip(1)])['huawei.com/Ascend910']!;
     }
     expect(list).toBe('Ascend910-0,Ascend910-1');
+  });
+});
+
+describe('I.1 Recover labels after an API outage (issue 12 loose end 7)', () => {
+  /** The stand-in's API whose next `failures` node patches answer 503. */
+  function flaky(failures: { n: number }): k8s.CoreV1Api {
+    const api503 = Object.create(core) as k8s.CoreV1Api;
+    api503.patchNode = async (...a: Parameters<k8s.CoreV1Api['patchNode']>) => {
+      if (failures.n > 0) {
+        failures.n--;
+        throw Object.assign(new Error('service unavailable'), { code: 503 });
+      }
+      return core.patchNode(...a);
+    };
+    return api503;
+  }
+
+  test('I.1 a chip that recovered while its patch failed stays in -Recover: the next cycle writes it', async () => {
+    const failures = { n: 0 };
+    const l = make({ api: flaky(failures), autoStowing: false, clock: new FakeClock() });
+    await l.start();
+    await l.cycle([chip(0), chip(1, 'Unhealthy')]);
+    failures.n = 1;
+    await l.cycle([chip(0), chip(1)]); // the recovery's patch fails
+    await l.cycle([chip(0), chip(1)]); // nothing new: the unwritten chip is still carried
+    expect([
+      l.stats.failedPatches,
+      (await node()).metadata?.labels?.[LABEL_RECOVER],
+      listOf(l, [viewChip(0), viewChip(1)])['huawei.com/Ascend910'],
+    ]).toEqual([1, '1', 'Ascend910-0']);
+  });
+
+  test('I.1 a failed Recover patch is retried when the API server is back, woken by the recovery signal, without another cycle', async () => {
+    const recovery = new ApiRecovery({ probe: () => Promise.resolve(true), probeIntervalMs: 50 });
+    try {
+      const failures = { n: 0 };
+      // the retry's own delay is 60 s of a clock that does not move: only the wake can start it
+      const l = make({
+        api: flaky(failures),
+        autoStowing: false,
+        clock: new FakeClock(),
+        backoff: { initialMs: 60_000, maxMs: 60_000, recovery },
+      });
+      await l.start();
+      await l.cycle([chip(0), chip(1, 'Unhealthy')]);
+      failures.n = 1;
+      await l.cycle([chip(0), chip(1)]);
+      let label: string | undefined;
+      for (let i = 0; i < 400 && label !== '1'; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        label = (await node()).metadata?.labels?.[LABEL_RECOVER];
+      }
+      expect([l.stats.failedPatches, label]).toEqual([1, '1']);
+    } finally {
+      recovery.close();
+    }
   });
 });

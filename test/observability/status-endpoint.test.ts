@@ -1,7 +1,9 @@
 import { describe, expect, test } from '@jest/globals';
 import { Registry } from 'prom-client';
 import { MAX_STATUS_BYTES, startObservabilityServer } from '../../src/observability/http-server.js';
-import { agentStatus, STATUS_VERSION } from '../../src/observability/status.js';
+import { parseStatus } from '../../src/cli/npuctl/status.js';
+import { agentStatus, STATUS_VERSION, type AgentStatusDocument } from '../../src/observability/status.js';
+import type { ResetStatus } from '../../src/reset/reset-runtime.js';
 import type { ChipState } from '../../src/state/store.js';
 
 async function withServer<T>(status: (() => unknown) | undefined, fn: (base: string) => Promise<T>): Promise<T> {
@@ -85,5 +87,60 @@ describe('/status endpoint (issue [F] item 4)', () => {
       ],
       reset: null,
     });
+  });
+});
+
+describe('/status stays under its limit whatever one section holds (issue 12 loose end 3)', () => {
+  const chip = {
+    logicId: 0,
+    phyId: 0,
+    name: 'Ascend910-0',
+    health: 'Healthy',
+    networkHealth: 'Healthy',
+    level: 'NormalNPU',
+  } as unknown as ChipState;
+  /** A reset section as a node with thousands of broken pods would give it without the bounds of discoverTasks. */
+  const hugeReset = (): ResetStatus => ({
+    mode: 1,
+    online: { tasks: [], chips: [], healthOverrides: { healthy: [], networkHealthy: [] } },
+    offline: [{ logicId: 0, state: 'idle', tokens: 3 }],
+    resetting: {},
+    tasks: Array.from({ length: 20_000 }, (_, i) => `task-${i}-${'t'.repeat(40)}`),
+    problems: Array.from({ length: 8 }, (_, i) => `pod default/w${i}: hccl/rankIndex "${'9'.repeat(256 * 1024)}"`),
+  });
+
+  test('a reset section of 3 MB is served cut down (200), with the lists it shortened and the texts it cut counted', async () => {
+    const doc = agentStatus({ node: 'n1', now: 0, state: { chips: [chip] }, reset: hugeReset() });
+    await withServer(
+      () => doc,
+      async (base) => {
+        const res = await fetch(`${base}/status`);
+        const body = (await res.json()) as AgentStatusDocument;
+        expect([
+          res.status,
+          body.chips.length,
+          body.reset?.offline,
+          body.reset!.problems.length,
+          body.truncated?.['$.reset.tasks'] !== undefined,
+          (body.truncated?.strings ?? 0) >= 8,
+        ]).toEqual([200, 1, [{ logicId: 0, state: 'idle', tokens: 3 }], 8, true, true]);
+      },
+    );
+  });
+
+  test('the cut-down document is within the limit and npuctl status reads it', () => {
+    const doc = agentStatus({ node: 'n1', now: 0, state: { chips: [chip] }, reset: hugeReset() });
+    const v = parseStatus(JSON.parse(JSON.stringify(doc)), 'http://x/status');
+    expect([
+      Buffer.byteLength(JSON.stringify(doc)) <= MAX_STATUS_BYTES,
+      v.chips.length,
+      v.reset?.problems.length,
+    ]).toEqual([true, 1, 8]);
+  });
+
+  test('a document within the limits is served unchanged, without a truncated field', () => {
+    const reset = { ...hugeReset(), tasks: ['a'], problems: ['p'] };
+    const doc = agentStatus({ node: 'n1', now: 0, state: { chips: [chip] }, reset });
+    expect([doc.reset, 'truncated' in doc]).toEqual([reset, false]);
   });
 });

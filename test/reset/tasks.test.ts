@@ -285,3 +285,30 @@ describe('§1.3 task discovery (setTaskDevInfoCache)', () => {
     });
   });
 });
+
+describe('§1.3 problems are bounded (issue 12 loose end 3)', () => {
+  const big = '9'.repeat(256 * 1024) + 'x'; // a 256 KiB hccl/rankIndex: not an integer
+
+  test('§1.3 a 256 KiB rank index is quoted in at most a few hundred characters, with its length', () => {
+    const [p] = discoverTasks(input([pod({ rankIndex: big })])).problems;
+    expect([p!.length < 400, p!.includes(`(${big.length} chars)`)]).toEqual([true, true]);
+  });
+
+  test('§1.3 a 256 KiB device name is quoted in at most a few hundred characters', () => {
+    const name = `${'A'.repeat(256 * 1024)}-3`; // ends in a phy id, but lists the chip twice
+    const [p] = discoverTasks(input([pod({ devices: `${name},${name}` })])).problems;
+    expect(p!.length < 400).toBe(true);
+  });
+
+  test('§1.3 500 bad pods give the first 20 problems and one entry counting the other 480', () => {
+    const pods = Array.from({ length: 500 }, (_, i) =>
+      pod({ name: `w${i}`, uid: `u${i}`, labels: { 'volcano.sh/job-name': `job${i}` }, rankIndex: big }),
+    );
+    const { problems } = discoverTasks(input(pods));
+    expect([problems.length, problems.at(-1), Buffer.byteLength(JSON.stringify(problems)) < 16 * 1024]).toEqual([
+      21,
+      '… and 480 more problems',
+      true,
+    ]);
+  });
+});
