@@ -8,7 +8,8 @@
  * A value that is not clean (an entry that is not `<runMode>-<phy id>` of a chip of this node, or over-long) is
  * rejected as a whole by the same rule as while the agent runs ({@link checkManualValue}, docs/device-info.md):
  * it releases nothing and adopts nothing, the separations of the state file (without one: of the live
- * `UpgradeFaultReason`) stay, and the publisher's first write reports the value and writes them over it.
+ * `UpgradeFaultReason`) stay, and the publisher's first write reports the value and writes them over it. A ConfigMap
+ * that is absent at start releases nothing either (deleting the object is not deleting a name).
  */
 import {
   AUTOFILL_CODE,
@@ -104,9 +105,14 @@ export function restoreEngine(
   const imported = importEngineState(engine, doc);
   if (!imported.ok) return fromConfigMap([`engine state file not used: ${imported.error}`]);
   const problems = [...imported.problems, ...rejected];
+  // A ConfigMap deleted while the agent was down says nothing about any chip: like a deletion while running (the
+  // publisher writes it again), it releases nothing; the state file's separations are written into the new object.
+  const absent = !live.found;
+  if (absent && engine.manuallySeparated().length > 0)
+    problems.push('device-info ConfigMap absent at start: nothing released; the separations are written again');
   const transitions: Transition[] = [];
   const releasedWhileDown: number[] = [];
-  if (check.ok) {
+  if (check.ok && !absent) {
     // G.2 while down: a name of our last write that the clean live value no longer lists.
     const views = new Map(engine.snapshot().map((v) => [v.logicId, v.phyId]));
     for (const logicId of engine.manuallySeparated()) {
@@ -125,7 +131,7 @@ export function restoreEngine(
     problems,
     releasedWhileDown,
     // Rejected: the value of our last write stays the one a later clean edit is compared with.
-    confirmedManual: check.ok ? live.manuallySeparateNPU : persistedConfirmed,
+    confirmedManual: check.ok && !absent ? live.manuallySeparateNPU : persistedConfirmed,
     resync: engine.snapshot().map((v) => v.logicId),
   };
 }

@@ -243,6 +243,17 @@ describe('G.2/G.3 bad input typed while the agent was down releases nothing (iss
     ]);
   });
 
+  test('G.2 the ConfigMap deleted while down releases nothing: the separations are written into a new object', async () => {
+    const first = await separatedLife();
+    await first.core.deleteNamespacedConfigMap({ name: `mindx-dl-deviceinfo-${NODE}`, namespace: 'kube-system' });
+    const { h, released } = await secondLife(first);
+    expect([released, h.separated(), (await h.live()).ManuallySeparateNPU]).toEqual([
+      [],
+      [3, 5],
+      'Ascend910-3,Ascend910-5',
+    ]);
+  });
+
   test('G.2 a clean deletion typed while down still releases the chip', async () => {
     const first = await separatedLife();
     await first.operatorSets('ManuallySeparateNPU', 'Ascend910-5');
