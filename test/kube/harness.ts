@@ -69,9 +69,15 @@ export class EventList implements EventSink {
 
 export const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-/** Polls (real time) until `cond` holds. */
-export async function until(cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((r) => setTimeout(r, 5));
+/** Polls (real time) until `cond` holds; throws after `deadlineMs`. */
+export async function until(cond: () => boolean, deadlineMs = 15_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (!cond()) {
+    // a failing test ends here instead of polling on after jest's timeout (and holding up the whole file)
+    if (Date.now() > end)
+      throw new Error(`condition not met within ${deadlineMs} ms: ${cond.toString().slice(0, 200)}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /** The engine + publisher as [E] wires them. */
