@@ -12,6 +12,7 @@ import { benchE2e } from './e2e.js';
 import { benchFaultCenter } from './fault-center.js';
 import { benchPublicFault } from './public-fault.js';
 import { benchReset, fmtSummary } from './reset.js';
+import { benchStoreCycle } from './store-cycle.js';
 import { fmt } from './stats.js';
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -41,6 +42,17 @@ log(
     `exported state ${fe.memory.exportedStateBytes} bytes`,
 );
 log(JSON.stringify({ bench: 'fault-engine', ...fe }));
+
+log('store-cycle: recovery batches through monitor -> store -> kubelet view with a slow DCMI code-list read');
+const sc = await benchStoreCycle(log);
+log(
+  `  recovery batch (${sc.chips} chips) store cycle p50/p99: DCMI read ${sc.slow.dcmiReadMs} ms ` +
+    `${fmt(sc.slow.batchCycleP50Ms)}/${fmt(sc.slow.batchCycleP99Ms)} ms vs 0 ms ` +
+    `${fmt(sc.baseline.batchCycleP50Ms)}/${fmt(sc.baseline.batchCycleP99Ms)} ms ` +
+    `(${fmt(sc.ratio.batchP50, 2)}x / ${fmt(sc.ratio.batchP99, 2)}x); lone recovery ${fmt(sc.ratio.loneP50, 2)}x; ` +
+    `DCMI calls inside store cycles ${sc.slow.dcmiCallsInsideCycles + sc.baseline.dcmiCallsInsideCycles}`,
+);
+log(JSON.stringify({ bench: 'store-cycle', ...sc }));
 
 log('kubelet: Allocate latency and re-registration after a kubelet restart');
 const kb = await benchKubelet(log);

@@ -633,7 +633,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       node: facts,
       clock,
       listWatchPeriodMs: flags.listWatchPeriod * 1000,
-      liveCodes: (id) => monitor.liveCodes(id),
       logger: log,
     });
     cleanups.push({ what: 'store', run: () => store.stop() });

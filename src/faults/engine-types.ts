@@ -18,6 +18,12 @@ export interface FaultEvent {
   severity?: number;
   /** Host time of the event in ms; 0 or absent means "now" (spec D.6). */
   timeMs?: number;
+  /**
+   * Recoveries only: the chip's code list as DCMI reported it when the health layer released the recovery (spec D.6
+   * `current`). A recovery of a chip code in this list is ignored ("DCMI still reports it"). Absent: DCMI was not
+   * asked or could not answer, and nothing counts as still reported. The engine never reads DCMI itself.
+   */
+  liveCodes?: readonly FaultCode[];
 }
 
 /** One chip known to the engine. */
@@ -53,13 +59,8 @@ export interface EngineOptions {
 export interface CycleInput {
   /** Current time, ms. */
   now: number;
-  /** Events taken in this cycle, in arrival order. */
+  /** Events taken in this cycle, in arrival order (recoveries carry DCMI's code list, {@link FaultEvent.liveCodes}). */
   events?: readonly FaultEvent[];
-  /**
-   * The chip's current code list from DCMI (spec D.6: a recovery of a code DCMI still reports is ignored).
-   * Called only for chips with a recovery event in the cycle; undefined (or a missing callback) means "none".
-   */
-  liveCodes?: (logicId: number) => readonly FaultCode[] | undefined;
 }
 
 /** Chip or network scope. */

@@ -187,6 +187,11 @@ export class FaultEngine {
   private readonly evaluateAll: boolean;
   /** Events of the current cycle by chip (reused between cycles). */
   private readonly byChip = new Map<number, FaultEvent[]>();
+  /**
+   * DCMI's code list carried by a recovery ({@link FaultEvent.liveCodes}), kept beside the event while the AIC/AIV
+   * hold (D.6) keeps it; not part of the exported state (a restart forgets it: nothing counts as still reported).
+   */
+  private readonly liveOf = new WeakMap<HeldEvent, readonly FaultCode[]>();
   /** Parsed reason codes by text (reason texts are configured codes or the autofill placeholder). */
   private readonly reasonCodes = new Map<string, FaultCode | null>();
   /** See {@link FaultEngine.durableRevision}. */
@@ -258,7 +263,7 @@ export class FaultEngine {
       const evs = byChip.get(chip.logicId);
       if (!evs && !chip.dirty && now < chip.deadline && !this.evaluateAll) continue;
       chip.dirty = false;
-      this.applyEvents(chip, evs ?? [], now, input.liveCodes, transitions);
+      this.applyEvents(chip, evs ?? [], now, transitions);
       const flippedOn = this.feedDuration(chip, evs ?? [], now);
       this.evaluate(chip, now, transitions);
       chip.deadline = flippedOn ? now : this.nextDeadline(chip); // a flip is re-evaluated next cycle, even at the same time
@@ -361,13 +366,7 @@ export class FaultEngine {
   }
 
   /** Spec D.6 for one chip. */
-  private applyEvents(
-    chip: ChipRuntime,
-    events: readonly FaultEvent[],
-    now: number,
-    liveCodes: CycleInput['liveCodes'],
-    out: Transition[],
-  ): void {
+  private applyEvents(chip: ChipRuntime, events: readonly FaultEvent[], now: number, out: Transition[]): void {
     let chipEvents: HeldEvent[] = [];
     const netEvents: HeldEvent[] = [];
     for (const ev of events) {
@@ -377,6 +376,7 @@ export class FaultEngine {
         time: ev.timeMs || now,
         severity: ev.severity ?? 0,
       };
+      if (ev.liveCodes !== undefined && ev.assertion === 'recover') this.liveOf.set(e, ev.liveCodes);
       if (isNetworkCode(ev.code)) netEvents.push(e);
       else if (HYPER_PLANE_CODES.has(ev.code)) {
         out.push({
@@ -392,13 +392,12 @@ export class FaultEngine {
     const freqRules = this.policy.customization.frequency;
     const durRules = this.policy.customization.duration;
 
-    // Chip codes: recoveries first, then occurrences (D.6).
+    // Chip codes: recoveries first, then occurrences (D.6). `current` is the code list the health layer read from
+    // DCMI when it released the recovery, carried on the event: the engine never calls the hardware.
     if (chipEvents.length > 0) {
-      const hasRecover = chipEvents.some((e) => e.assertion === 'recover');
-      const current = hasRecover ? new Set(liveCodes?.(chip.logicId) ?? []) : null;
       for (const e of chipEvents) {
         if (e.assertion === 'recover') {
-          if (current?.has(e.code)) {
+          if (this.liveOf.get(e)?.includes(e.code)) {
             out.push({
               kind: 'event-ignored',
               logicId: chip.logicId,
@@ -1026,12 +1025,7 @@ export class FaultEngine {
    * Spec G.3 start-up load from the inherited device-info ConfigMap values, then one cycle with the re-injected
    * reasons. Every chip is returned for re-sync against DCMI.
    */
-  loadStartup(input: {
-    manuallySeparateNPU: string;
-    upgradeFaultReason: string;
-    now: number;
-    liveCodes?: CycleInput['liveCodes'];
-  }): StartupResult {
+  loadStartup(input: { manuallySeparateNPU: string; upgradeFaultReason: string; now: number }): StartupResult {
     const { now } = input;
     const transitions: Transition[] = [];
     const names = parseManualNames(input.manuallySeparateNPU, this.runMode);
@@ -1100,7 +1094,7 @@ export class FaultEngine {
           events.push({ logicId: chip.logicId, code, assertion: 'occur', severity: 0, timeMs: r.upgrade_time });
       }
     }
-    const res = this.cycle({ now, events, ...(input.liveCodes ? { liveCodes: input.liveCodes } : {}) });
+    const res = this.cycle({ now, events });
     return {
       transitions: [...transitions, ...res.transitions],
       resync: this.order.map((c) => c.logicId),

@@ -8,7 +8,6 @@
  * Inputs given while listeners run (a listener calling back into the store) are queued and applied right after,
  * in order, so every listener sees every snapshot in sequence.
  */
-import type { FaultCode } from '../faults/codes.js';
 import type { FaultEngine } from '../faults/engine.js';
 import type { ChipView, CycleResult, FaultEvent, Transition } from '../faults/engine-types.js';
 import type { FaultPolicy } from '../faults/policy.js';
@@ -74,8 +73,6 @@ export interface NodeStateStoreOptions {
   readonly clock: Clock;
   /** Period of the idle cycle (time-based rules), ms: `-listWatchPeriod` × 1000. */
   readonly listWatchPeriodMs: number;
-  /** The chip's current DCMI code list (spec D.6); the health monitor's `liveCodes`. */
-  readonly liveCodes?: (logicId: number) => readonly FaultCode[] | undefined;
   readonly logger?: Logger;
 }
 
@@ -144,7 +141,6 @@ export class NodeStateStore {
   readonly #byLogic = new Map<number, StoreChip>();
   readonly #clock: Clock;
   readonly #period: number;
-  readonly #liveCodes: NodeStateStoreOptions['liveCodes'];
   readonly #log: Logger;
   readonly #listeners = new Set<StateListener>();
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
@@ -167,7 +163,6 @@ export class NodeStateStore {
     for (const c of this.#chips) this.#byLogic.set(c.logicId, c);
     this.#clock = options.clock;
     this.#period = options.listWatchPeriodMs;
-    this.#liveCodes = options.liveCodes;
     this.#log = options.logger ?? NOOP_LOGGER;
     this.#refreshChips();
     this.#state = Object.freeze({
@@ -347,11 +342,7 @@ export class NodeStateStore {
   #run(op: Op): void {
     const now = this.#clock.now();
     const before = op.input ? op.input() : [];
-    const result: CycleResult = this.#engine.cycle({
-      now,
-      events: op.events ?? [],
-      ...(this.#liveCodes ? { liveCodes: this.#liveCodes } : {}),
-    });
+    const result: CycleResult = this.#engine.cycle({ now, events: op.events ?? [] });
     const transitions = [...before, ...result.transitions];
     const changed = this.#refreshChips();
     const manualSeparation = this.#engine.manualSeparationValue();

@@ -136,6 +136,30 @@ describe('D.6 applying events', () => {
     expect(tr.some((t) => t.kind === 'event-ignored' && t.reason.includes('DCMI still reports'))).toBe(true);
   });
 
+  test('D.6 the list DCMI still reports comes with the recovery event; a recovery without one is applied', () => {
+    const h = shipped(); // h.live stays empty: the events below carry their own lists, or none
+    h.occur(0, 1, SEP);
+    h.occur(0, 2, SEP);
+    h.cycle(1000, [
+      { logicId: 1, code: SEP, assertion: 'recover', liveCodes: [HBM, SEP] },
+      { logicId: 2, code: SEP, assertion: 'recover' },
+    ]);
+    expect([h.view(1).faultCodes, h.view(2).faultCodes]).toEqual([['80E18402'], []]);
+  });
+
+  test("D.6 each recovery is checked against its own event's list", () => {
+    const h = shipped();
+    h.cycle(0, [
+      { logicId: 1, code: SEP },
+      { logicId: 1, code: RR },
+    ]);
+    h.cycle(1000, [
+      { logicId: 1, code: SEP, assertion: 'recover', liveCodes: [SEP] },
+      { logicId: 1, code: RR, assertion: 'recover', liveCodes: [] },
+    ]);
+    expect(h.view(1).faultCodes).toEqual(['80E18402']);
+  });
+
   test('D.6 the "still reported" check does not apply to network codes', () => {
     const h = shipped();
     h.occur(0, 1, LINK);
@@ -244,6 +268,18 @@ describe('D.6 HBM / AIC correlation hold', () => {
     ]);
     h.cycle(20000);
     expect(h.view(1).faultCodes).toContain('80C98009');
+  });
+
+  test('D.6 a held AIC recovery keeps the DCMI list it came with until the hold releases it', () => {
+    const h = withHold();
+    h.occur(100000, 1, 0x80c98009);
+    h.cycle(105001);
+    h.cycle(106000, [{ logicId: 1, code: 0x80c98009, assertion: 'recover', liveCodes: [0x80c98009] }]);
+    h.cycle(111001);
+    expect(h.view(1).faultCodes).toEqual(['80C98009']);
+    expect(h.transitions).toContainEqual(
+      expect.objectContaining({ kind: 'event-ignored', code: '80C98009', reason: 'DCMI still reports the code (D.6)' }),
+    );
   });
 
   test('D.6 a held AIC fault is released only when strictly older than 5 s', () => {

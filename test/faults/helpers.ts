@@ -34,7 +34,7 @@ export function shippedPolicy(): FaultPolicy {
   return p.policy;
 }
 
-/** A test harness: engine over chips 0..n-1 (phy = logic), a simulated DCMI list, cycle at T0 + t. */
+/** A test harness: engine over chips 0..n-1 (phy = logic), a simulated DCMI list per chip, cycle at T0 + t. */
 export class Harness {
   readonly engine: FaultEngine;
   readonly live = new Map<number, number[]>();
@@ -48,16 +48,16 @@ export class Harness {
     });
   }
 
+  /** One cycle; a recovery carries the chip's simulated DCMI list (`live`), as the health layer attaches it. */
   cycle(t: number, events: Partial<FaultEvent>[] = []): Transition[] {
-    const evs = events.map((e) => ({
-      logicId: 0,
-      code: 0,
-      assertion: 'occur' as const,
-      severity: 2,
-      timeMs: T0 + t,
-      ...e,
-    }));
-    const r = this.engine.cycle({ now: T0 + t, events: evs, liveCodes: (id) => this.live.get(id) });
+    const evs: FaultEvent[] = events.map((e) => {
+      const ev: FaultEvent = { logicId: 0, code: 0, assertion: 'occur', severity: 2, timeMs: T0 + t, ...e };
+      const live = this.live.get(ev.logicId);
+      return ev.assertion === 'recover' && live !== undefined && ev.liveCodes === undefined
+        ? { ...ev, liveCodes: [...live] }
+        : ev;
+    });
+    const r = this.engine.cycle({ now: T0 + t, events: evs });
     this.transitions.push(...r.transitions);
     return r.transitions;
   }

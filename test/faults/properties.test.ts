@@ -171,8 +171,9 @@ describe('properties: engine invariants under any event sequence', () => {
             assertion: e.assertion,
             severity: e.severity,
             timeMs: Math.max(1, now - e.back),
+            ...(e.assertion === 'recover' && live.has(e.logicId) ? { liveCodes: live.get(e.logicId) } : {}),
           }));
-          const r = engine.cycle({ now, events, liveCodes: (id) => live.get(id) });
+          const r = engine.cycle({ now, events });
           const releasedNow = new Set(r.transitions.filter((t) => t.kind === 'released').map((t) => t.logicId));
           for (const v of engine.snapshot()) {
             // E.4 / F.5: never below the codes' own level.

@@ -49,17 +49,15 @@ async function setup(
   const chips = h.dcmi.enumerate();
   const { facts } = discoverNode(h.dcmi, chips);
   const engine = new FaultEngine(shippedPolicy(), { chips, runMode: runModeOf(facts.chipKind) });
-  let monitor: HealthMonitor | undefined = undefined;
   const store = new NodeStateStore({
     engine,
     chips,
     node: facts,
     clock,
     listWatchPeriodMs: PERIOD,
-    liveCodes: (id) => monitor!.liveCodes(id),
   });
   const toolPath = fs.realpathSync(path.join(PROJECT_ROOT, 'build/Release/hccn_tool'));
-  monitor = new HealthMonitor({
+  const monitor = new HealthMonitor({
     dcmi: h.dcmi,
     chips,
     chipKind: facts.chipKind,

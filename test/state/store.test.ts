@@ -10,7 +10,7 @@ import { FakeClock } from '../health/fake-clock.js';
 const SEPARATE = 0x80e18402; // SeparateNPU in the shipped faultCode.json
 const HBM = 0x80e01801; // FaultFrequency 2 in 24 h → ManuallySeparateNPU (shipped customization)
 
-function makeStore(chips = 4, liveCodes?: (id: number) => number[]): { store: NodeStateStore; clock: FakeClock } {
+function makeStore(chips = 4): { store: NodeStateStore; clock: FakeClock } {
   const clock = new FakeClock();
   const list = Array.from({ length: chips }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
   const engine = new FaultEngine(shippedPolicy(), { chips: list });
@@ -20,7 +20,6 @@ function makeStore(chips = 4, liveCodes?: (id: number) => number[]): { store: No
     node: { chipKind: 'Ascend910B', boardId: 0x24 },
     clock,
     listWatchPeriodMs: 5000,
-    ...(liveCodes ? { liveCodes } : {}),
   });
   return { store, clock };
 }
@@ -64,9 +63,9 @@ describe('D.2 event-driven cycle (architecture §2 one store)', () => {
   });
 
   test('D.6 a recovery of a code DCMI still reports is ignored (liveCodes)', () => {
-    const { store } = makeStore(4, () => [SEPARATE]);
+    const { store } = makeStore(4);
     store.applyEvents([ev(2, SEPARATE)]);
-    store.applyEvents([ev(2, SEPARATE, 'recover')]);
+    store.applyEvents([{ ...ev(2, SEPARATE, 'recover'), liveCodes: [SEPARATE] }]);
     expect(store.chip(2)!.health).toBe('Unhealthy');
   });
 

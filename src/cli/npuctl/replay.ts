@@ -47,7 +47,11 @@ export function replay(
     if (opts.onTransition) for (const tr of trs) opts.onTransition(t, tr);
   };
   const run = (t: number, events: FaultEvent[]): void => {
-    const r = engine.cycle({ now: start + t, events, liveCodes: (id) => dcmi.get(id) });
+    // A recovery carries the chip's DCMI list as of its cycle (spec D.6), as the agent's health layer attaches it.
+    const withLive = events.map((e) =>
+      e.assertion === 'recover' ? { ...e, liveCodes: [...(dcmi.get(e.logicId) ?? [])] } : e,
+    );
+    const r = engine.cycle({ now: start + t, events: withLive });
     note(t, r.transitions);
   };
   const view = (t: number): ReplayLine => ({

@@ -1,0 +1,385 @@
+/**
+ * Lost-event compensation (spec D.5): the chip's DCMI code list (and link status, D.8) is diffed against the store
+ * and the difference is sent as synthetic events (severity 0, time now, no recovery hold). A chip is read at the
+ * first start, when marked for re-sync (reset finished, overflow, the engine's `resync`), every run in polling mode,
+ * and when its chip or network health has been Unhealthy for more than 5 min. While subscribed, every run first asks
+ * the card-drop tracker (src/health/card-drop.ts) about every chip.
+ *
+ * Beyond upstream — the periodic reconcile: while subscribed, every `listWatchPeriod` every chip not read for one
+ * of the reasons above is diffed the same way, so a lost event on a healthy chip shows within one period. Because an
+ * event may be between DCMI and us while we read, a difference found this way is confirmed by a second read
+ * `confirmMs` later and only what both reads agree on is sent (no double-counted occurrence for FaultFrequency). The
+ * confirmation lives here because it is the same diff read twice, and a confirming read must not overlap a run.
+ *
+ * Every synthetic recovery carries the DCMI list it was derived from (`liveCodes`, spec D.6), as the intake's
+ * released recoveries do: the engine never reads DCMI. Codes whose recovery the intake still holds, and the hang
+ * detector's code (D.9, never listed by DCMI), are left out of every diff.
+ */
+import type { ChipAddress } from '../dcmi/dcmi.js';
+import {
+  HYPER_PLANE_CODES,
+  LINK_DOWN_CODE,
+  PARAMETER_PLANE_CODES,
+  parseHexCode,
+  type FaultCode,
+} from '../faults/codes.js';
+import type { Assertion, FaultEvent } from '../faults/engine-types.js';
+import { CARD_DROP_CODE, hasParameterPlane, type ChipKind } from '../core/chips.js';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import { CardDrop } from './card-drop.js';
+import { HANG_FAULT_CODE } from './hang-detector.js';
+import type { LinkLimiter } from './link-limiter.js';
+import {
+  codeText,
+  reportDcmiError,
+  type ChipStateReader,
+  type CompensationReason,
+  type HealthDcmi,
+  type HealthMode,
+  type HealthObserver,
+} from './types.js';
+
+export interface CompensationOptions {
+  readonly dcmi: Pick<HealthDcmi, 'getDeviceAllErrorCodes' | 'getDeviceHealth'>;
+  readonly chips: readonly ChipAddress[];
+  readonly chipKind: ChipKind;
+  readonly state: ChipStateReader;
+  readonly clock: Clock;
+  /** The monitor's mode: polling reads every chip every run; card drop and the reconcile run while subscribed. */
+  readonly mode: () => HealthMode;
+  /** True while the intake holds a recovery of the code (it is on its way: left out of the diff). */
+  readonly isHeld: (logicId: number, code: FaultCode) => boolean;
+  /** Receives the synthetic events of a run (the monitor's emit). */
+  readonly emit: (batch: readonly FaultEvent[]) => void;
+  /** `-listWatchPeriod` × 1000: the period of the periodic run. */
+  readonly listWatchPeriodMs: number;
+  /** D.8; absent: no link checks. */
+  readonly link?: LinkLimiter;
+  /** Confirmation delay of the periodic reconcile; default 2000 (must exceed the recovery delay). */
+  readonly confirmMs?: number;
+  /** D.5 "unhealthy for longer than 5 min"; default 300 000. */
+  readonly longUnhealthyMs?: number;
+  readonly observer?: HealthObserver;
+  readonly logger?: Logger;
+}
+
+interface Diff {
+  occur: FaultCode[];
+  recover: FaultCode[];
+}
+
+/** A diff and the DCMI code list it was made from. */
+interface ChipDiff extends Diff {
+  readonly codes: readonly FaultCode[];
+}
+
+function parseCodes(texts: readonly string[]): FaultCode[] {
+  const out: FaultCode[] = [];
+  for (const t of texts) {
+    const p = parseHexCode(t);
+    if (p.ok) out.push(p.value);
+  }
+  return out;
+}
+
+function diffCodes(dcmi: ReadonlySet<FaultCode>, have: ReadonlySet<FaultCode>): Diff {
+  return {
+    occur: [...dcmi].filter((c) => !have.has(c)),
+    recover: [...have].filter((c) => !dcmi.has(c)),
+  };
+}
+
+/** D.5 compensation runs, the card-drop check and the periodic reconcile with its confirming read. */
+export class Compensation {
+  readonly #o: CompensationOptions;
+  readonly #chips: ReadonlyMap<number, ChipAddress>;
+  readonly #log: Logger;
+  readonly #confirmMs: number;
+  readonly #longMs: number;
+  readonly #cardDrop: CardDrop;
+  #stopped = false;
+  /** D.5 `init`: chips to re-read at the next run. */
+  #resync = new Set<number>();
+  #firstStart = true;
+  #synthesized = 0;
+  /** Periodic-reconcile differences waiting for their confirming read. */
+  #pendingConfirm = new Map<number, Diff & { netChecked: boolean }>();
+  #confirmTimer: TimerHandle | undefined;
+  #periodTimer: TimerHandle | undefined;
+  #resyncTimer: TimerHandle | undefined;
+  #running: Promise<void> | null = null;
+  #confirming: Promise<void> | null = null;
+  #again: { periodic: boolean } | null = null;
+
+  constructor(options: CompensationOptions) {
+    this.#o = options;
+    this.#chips = new Map(options.chips.map((c) => [c.logicId, c]));
+    this.#log = options.logger ?? NOOP_LOGGER;
+    this.#confirmMs = options.confirmMs ?? 2000;
+    this.#longMs = options.longUnhealthyMs ?? 300_000;
+    this.#cardDrop = new CardDrop({
+      getDeviceHealth: (card, device) => options.dcmi.getDeviceHealth(card, device),
+      dcmiError: (err, fn) => this.#dcmiError(err, fn),
+    });
+  }
+
+  /** Synthetic events sent so far. */
+  get synthesized(): number {
+    return this.#synthesized;
+  }
+
+  /** Starts the periodic run (every `listWatchPeriod`, each after the previous one ended). */
+  startPeriod(): void {
+    if (this.#stopped || this.#periodTimer !== undefined) return;
+    this.#periodTimer = this.#o.clock.setTimeout(() => {
+      this.#periodTimer = undefined;
+      void this.run(true).finally(() => this.startPeriod());
+    }, this.#o.listWatchPeriodMs);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const t of [this.#periodTimer, this.#confirmTimer, this.#resyncTimer]) {
+      if (t !== undefined) this.#o.clock.clearTimeout(t);
+    }
+  }
+
+  /** Resolves when no run or confirming read is in progress. */
+  async idle(): Promise<void> {
+    while (this.#running || this.#confirming) await (this.#running ?? this.#confirming);
+  }
+
+  /** Marks chips for re-sync (D.4/D.5 `init`) and schedules a run now; unknown logic ids are ignored. */
+  markResync(logicIds: Iterable<number>, why: string): void {
+    let any = false;
+    for (const id of logicIds) {
+      if (!this.#chips.has(id)) continue;
+      this.#resync.add(id);
+      any = true;
+    }
+    if (!any || this.#stopped) return;
+    this.#log.debug({ logicIds: [...this.#resync], why }, 'chips marked for re-sync');
+    if (this.#resyncTimer === undefined) {
+      this.#resyncTimer = this.#o.clock.setTimeout(() => {
+        this.#resyncTimer = undefined;
+        void this.run(false);
+      }, 0);
+    }
+  }
+
+  /**
+   * One run; `periodic` adds the reconcile of every chip while subscribed. Runs never overlap: a request during a
+   * run is merged into one more run after it.
+   */
+  run(periodic: boolean): Promise<void> {
+    if (this.#running) {
+      this.#again = { periodic: periodic || (this.#again?.periodic ?? false) };
+      return this.#running;
+    }
+    const loop = async (): Promise<void> => {
+      let next: { periodic: boolean } | null = { periodic };
+      while (next && !this.#stopped) {
+        this.#again = null;
+        await this.#compensate(next.periodic);
+        next = this.#again;
+      }
+    };
+    this.#running = loop()
+      .catch((err: unknown) => this.#log.error({ err }, 'compensation failed'))
+      .finally(() => {
+        this.#running = null;
+      });
+    return this.#running;
+  }
+
+  /** The D.5 reason to read the chip, or null. */
+  #reason(
+    chip: ChipAddress,
+    view: NonNullable<ReturnType<ChipStateReader['chip']>>,
+    first: boolean,
+    init: ReadonlySet<number>,
+    now: number,
+  ): { chip: CompensationReason | null; net: CompensationReason | null } {
+    const long = (since: number): boolean => since > 0 && now - since > this.#longMs;
+    const chipReason: CompensationReason | null = first
+      ? 'first-start'
+      : init.has(chip.logicId)
+        ? 're-sync'
+        : this.#o.mode() === 'polling'
+          ? 'polling'
+          : view.health === 'Unhealthy' && long(view.alarmRaisedTime)
+            ? 'long-unhealthy'
+            : null;
+    const netReason =
+      chipReason ??
+      (view.networkHealth === 'Unhealthy' && long(view.networkAlarmRaisedTime) ? 'network-long-unhealthy' : null);
+    return { chip: chipReason, net: netReason };
+  }
+
+  async #compensate(periodic: boolean): Promise<void> {
+    const now = this.#o.clock.now();
+    const init = this.#resync;
+    this.#resync = new Set();
+    const first = this.#firstStart;
+    this.#firstStart = false;
+    const subscribed = this.#o.mode() === 'subscribed';
+    const out: FaultEvent[] = [];
+    for (const chip of this.#chips.values()) {
+      const view = this.#o.state.chip(chip.logicId);
+      if (!view) continue;
+      const skip = new Set<FaultCode>();
+      // Card drop (subscribed only; in polling mode the code list carries 0x40F84E00 already).
+      if (subscribed) {
+        const drop = this.#cardDrop.check(chip, parseCodes(view.faultCodes).includes(CARD_DROP_CODE));
+        if (drop.answered) skip.add(CARD_DROP_CODE);
+        if (drop.answered && drop.synthesize) {
+          this.#synth(out, chip.logicId, CARD_DROP_CODE, drop.synthesize, 'card-drop', now);
+        }
+      }
+      const why = this.#reason(chip, view, first, init, now);
+      const reconcile = periodic && subscribed && !why.chip && !why.net;
+      if (!why.chip && !why.net && !reconcile) continue;
+      const diff = await this.#diffChip(chip, {
+        chip: why.chip !== null || reconcile,
+        net: why.net !== null || reconcile,
+        skip,
+      });
+      if (this.#stopped) return;
+      if (!diff) {
+        this.#resync.add(chip.logicId); // DCMI could not answer: try again next time
+        continue;
+      }
+      if (reconcile) {
+        if (diff.occur.length + diff.recover.length > 0) {
+          this.#pendingConfirm.set(chip.logicId, { occur: diff.occur, recover: diff.recover, netChecked: true });
+        }
+        continue;
+      }
+      this.#pushDiff(out, chip.logicId, diff, diff.codes, (why.chip ?? why.net)!, now);
+    }
+    if (this.#pendingConfirm.size > 0) this.#scheduleConfirm();
+    if (out.length > 0) this.#o.emit(out);
+  }
+
+  /**
+   * Reads the chip's DCMI codes (and link status) and diffs them against the store. Chip scope: DCMI codes minus
+   * parameter- and hyper-plane codes. Network scope: DCMI's parameter-plane codes, or 0x81078603 when there are
+   * none and the link is not UP (D.8). Codes with a held recovery are left out (the recovery is on its way).
+   */
+  async #diffChip(
+    chip: ChipAddress,
+    scope: { chip: boolean; net: boolean; skip: ReadonlySet<FaultCode>; cachedLinkOnly?: boolean },
+  ): Promise<ChipDiff | undefined> {
+    let codes: number[];
+    try {
+      codes = this.#o.dcmi.getDeviceAllErrorCodes(chip.cardId, chip.deviceId).codes;
+    } catch (err) {
+      this.#dcmiError(err, 'dcmi_get_device_errorcode_v2');
+      return undefined;
+    }
+    // The hang detector's synthetic code (D.9) is never listed by DCMI: leave it to the detector.
+    const skip = (c: FaultCode): boolean =>
+      c === HANG_FAULT_CODE || scope.skip.has(c) || this.#o.isHeld(chip.logicId, c);
+    const result: ChipDiff = { occur: [], recover: [], codes };
+    let view = this.#o.state.chip(chip.logicId);
+    if (scope.chip && view) {
+      const dcmiChip = new Set(
+        codes.filter((c) => !PARAMETER_PLANE_CODES.has(c) && !HYPER_PLANE_CODES.has(c) && !skip(c)),
+      );
+      const have = new Set(parseCodes(view.faultCodes).filter((c) => !skip(c)));
+      const d = diffCodes(dcmiChip, have);
+      result.occur.push(...d.occur);
+      result.recover.push(...d.recover);
+    }
+    if (scope.net) {
+      const dcmiNet = new Set(codes.filter((c) => PARAMETER_PLANE_CODES.has(c)));
+      if (dcmiNet.size === 0 && hasParameterPlane(this.#o.chipKind) && this.#o.link) {
+        const status = await this.#o.link.status(chip.phyId, scope.cachedLinkOnly ?? false);
+        if (status !== undefined && status !== 'UP') dcmiNet.add(LINK_DOWN_CODE);
+      }
+      view = this.#o.state.chip(chip.logicId); // the link query awaited: read the store again
+      if (view) {
+        const have = new Set(parseCodes(view.networkFaultCodes).filter((c) => !skip(c)));
+        const d = diffCodes(new Set([...dcmiNet].filter((c) => !skip(c))), have);
+        result.occur.push(...d.occur);
+        result.recover.push(...d.recover);
+      }
+    }
+    return result;
+  }
+
+  #scheduleConfirm(): void {
+    if (this.#confirmTimer !== undefined || this.#stopped) return;
+    this.#confirmTimer = this.#o.clock.setTimeout(() => {
+      this.#confirmTimer = undefined;
+      this.#confirming = this.#confirm()
+        .catch((err: unknown) => this.#log.error({ err }, 'reconcile confirmation failed'))
+        .finally(() => {
+          this.#confirming = null;
+        });
+    }, this.#confirmMs);
+  }
+
+  /** Second read of the periodic reconcile: sends only what both reads found. */
+  async #confirm(): Promise<void> {
+    const pending = this.#pendingConfirm;
+    this.#pendingConfirm = new Map();
+    const out: FaultEvent[] = [];
+    const now = this.#o.clock.now();
+    for (const [logicId, first] of pending) {
+      const chip = this.#chips.get(logicId)!;
+      const again = await this.#diffChip(chip, {
+        chip: true,
+        net: first.netChecked,
+        skip: this.#cardDrop.isDropped(logicId) ? new Set([CARD_DROP_CODE]) : new Set(),
+        cachedLinkOnly: true,
+      });
+      if (this.#stopped) return;
+      if (!again) continue;
+      const both: Diff = {
+        occur: first.occur.filter((c) => again.occur.includes(c)),
+        recover: first.recover.filter((c) => again.recover.includes(c)),
+      };
+      if (both.occur.length + both.recover.length > 0) {
+        this.#log.warn(
+          { logicId, occur: both.occur.map(codeText), recover: both.recover.map(codeText) },
+          'periodic reconcile found a difference with DCMI (lost event)',
+        );
+      }
+      this.#pushDiff(out, logicId, both, again.codes, 'periodic', now);
+    }
+    if (out.length > 0) this.#o.emit(out);
+  }
+
+  #pushDiff(
+    out: FaultEvent[],
+    logicId: number,
+    diff: Diff,
+    codes: readonly FaultCode[],
+    reason: CompensationReason,
+    now: number,
+  ): void {
+    for (const c of diff.occur) this.#synth(out, logicId, c, 'occur', reason, now);
+    for (const c of diff.recover) this.#synth(out, logicId, c, 'recover', reason, now, codes);
+  }
+
+  #synth(
+    out: FaultEvent[],
+    logicId: number,
+    code: FaultCode,
+    assertion: Assertion,
+    reason: CompensationReason,
+    now: number,
+    liveCodes?: readonly FaultCode[],
+  ): void {
+    this.#synthesized++;
+    this.#o.observer?.synthesized?.(logicId, codeText(code), assertion, reason);
+    this.#log.info({ logicId, code: codeText(code), assertion, reason }, 'synthetic fault event (compensation)');
+    out.push({ logicId, code, assertion, severity: 0, timeMs: now, ...(liveCodes ? { liveCodes } : {}) });
+  }
+
+  #dcmiError(err: unknown, fn: string): void {
+    reportDcmiError(err, fn, this.#o.observer, this.#log);
+  }
+}
