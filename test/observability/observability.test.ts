@@ -40,6 +40,44 @@ describe('A.3 logging', () => {
       expect.objectContaining({ level: 'warn', msg: 'shown', logicId: 3, name: 'ascend-npu-agent' }),
     ]);
   });
+
+  test('issue [H] item 5 the fault center logs in the same format: its -logLevel name, its program name', () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const log = createLogger({ logLevel: 'warn', logFile: '', name: 'ascend-fault-center', destination });
+    log.info('hidden');
+    log.child({ feature: 'public-fault' }).warn({ reason: 'x' }, 'shown');
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(parsed).toEqual([
+      {
+        level: 'warn',
+        time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+        pid: process.pid,
+        name: 'ascend-fault-center',
+        feature: 'public-fault',
+        reason: 'x',
+        msg: 'shown',
+      },
+    ]);
+    expect(Object.keys(parsed[0]!).slice(0, 4)).toEqual(['level', 'time', 'pid', 'name']);
+  });
+
+  test('issue [H] item 5 a level name is taken as is: trace shows everything', () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    createLogger({ logLevel: 'trace', logFile: '', destination }).trace('shown');
+    expect(lines.map((l) => (JSON.parse(l) as { level: string }).level)).toEqual(['trace']);
+  });
 });
 
 describe('observability metrics', () => {
