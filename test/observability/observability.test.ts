@@ -20,19 +20,25 @@ function store(): NodeStateStore {
   });
 }
 
+/** A destination that keeps every line written. */
+function capture(): { lines: string[]; destination: Writable } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
+  return { lines, destination };
+}
+
 describe('A.3 logging', () => {
   test('-logLevel maps -1..3 to debug, info, warn, error, fatal', () => {
     expect([-1, 0, 1, 2, 3].map(pinoLevel)).toEqual(['debug', 'info', 'warn', 'error', 'fatal']);
   });
 
   test('lines are JSON with the level name and respect the level', () => {
-    const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, destination } = capture();
     const log = createLogger({ logLevel: 1, logFile: '', destination });
     log.info('hidden');
     log.warn({ logicId: 3 }, 'shown');
@@ -42,13 +48,7 @@ describe('A.3 logging', () => {
   });
 
   test('issue [H] item 5 the fault center logs in the same format: its -logLevel name, its program name', () => {
-    const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, destination } = capture();
     const log = createLogger({ logLevel: 'warn', logFile: '', name: 'ascend-fault-center', destination });
     log.info('hidden');
     log.child({ feature: 'public-fault' }).warn({ reason: 'x' }, 'shown');
@@ -68,13 +68,7 @@ describe('A.3 logging', () => {
   });
 
   test('issue [H] item 5 a level name is taken as is: trace shows everything', () => {
-    const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, destination } = capture();
     createLogger({ logLevel: 'trace', logFile: '', destination }).trace('shown');
     expect(lines.map((l) => (JSON.parse(l) as { level: string }).level)).toEqual(['trace']);
   });
