@@ -33,6 +33,7 @@ import { restoreEngine } from '../../src/kube/engine-startup.js';
 import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
 import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
 import type { Logger } from '../../src/core/logger.js';
+import { createLogger } from '../../src/observability/logger.js';
 import type { QueueClock } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn, type WatchOrder } from '../../src/sim/kube-api.js';
 
@@ -264,17 +265,15 @@ class Node {
     readonly seen: Observed,
   ) {
     this.engine = this.newEngine();
-    const line = (level: number) => (obj: object | string, msg?: string) => {
-      // the line as pino writes it
-      const fields = typeof obj === 'string' ? { msg: obj } : { ...obj, msg };
-      const text = JSON.stringify({ level, time: Date.now(), pid: process.pid, name: 'ascend-npu-agent', ...fields });
-      const bytes = Buffer.byteLength(text) + 1;
+    // the agent's own logger (its format: level names, ISO time), each line measured as written
+    const measure = (text: string): void => {
+      const bytes = Buffer.byteLength(text);
       if (bytes > this.seen.maxLogLineBytes) {
         this.seen.maxLogLineBytes = bytes;
-        this.seen.maxLogLineMsg = String(fields.msg);
+        this.seen.maxLogLineMsg = String((JSON.parse(text) as { msg?: unknown }).msg);
       }
     };
-    this.log = { debug: line(20), info: line(30), warn: line(40), error: line(50) };
+    this.log = createLogger({ logLevel: -1, logFile: '', destination: { write: measure } });
   }
 
   newEngine(): FaultEngine {

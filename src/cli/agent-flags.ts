@@ -6,7 +6,7 @@
  * Pure: reads only the argv and environment it is given. A failed parse is exit status 2 for the caller.
  */
 import path from 'node:path';
-import { parseListenAddress } from '../observability/listen-address.js';
+import { LISTEN_ADDRESS_RULE, listenAddressProblem, parseListenAddress } from '../observability/listen-address.js';
 import { parseGoBool, parseGoFlags, parseGoFloat, parseGoInt, type GoFlagKind } from './go-flags.js';
 
 export { parseListenAddress };
@@ -538,8 +538,9 @@ export function parseAgentArgs(
   for (const n of ['kubeconfig', 'dcmiLibrary'] as const) {
     if (flags[n] !== '' && !path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }
-  if (flags.metricsAddress !== '' && parseListenAddress(flags.metricsAddress) === undefined) {
-    errors.push(`${where('metricsAddress')} must be [host]:port with a port in [0, 65535], or "" to disable`);
+  const addressProblem = flags.metricsAddress === '' ? undefined : listenAddressProblem(flags.metricsAddress);
+  if (addressProblem !== undefined) {
+    errors.push(`${where('metricsAddress')} must be ${LISTEN_ADDRESS_RULE}, or "" to disable: ${addressProblem}`);
   }
 
   // Features not built yet: accepted at their default only.

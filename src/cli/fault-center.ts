@@ -12,7 +12,9 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { FaultCenter } from '../cluster/fault-center.js';
 import type { FaultCenterFlags } from '../cluster/flags.js';
-import { handleHelpAndVersion } from './common.js';
+import type { Logger } from '../core/logger.js';
+import type { LogLevelName } from '../observability/logger.js';
+import { handleHelpAndVersion, packageVersion } from './common.js';
 
 const HELP_HEAD = `Usage: ascend-fault-center [flags]
 
@@ -27,9 +29,9 @@ const STOP_BOUND_MS = 4000;
 /** What a signal has to stop; filled in as start-up proceeds. */
 interface Running {
   signal: NodeJS.Signals | undefined;
-  log: { info(o: object, m: string): void; warn(o: object, m: string): void } | undefined;
+  log: Logger | undefined;
   center: FaultCenter | undefined;
-  http: { server: { close(): void } } | undefined;
+  http: { close(): Promise<void> } | undefined;
 }
 
 /** Installs the SIGTERM/SIGINT handlers: the first stops (bounded) and exits 0, a second exits 0 at once. */
@@ -49,7 +51,7 @@ function followSignals(): Running {
     );
     void Promise.race([stopped, bound]).then((how) => {
       if (how === 'bound') run.log?.warn({ boundMs: STOP_BOUND_MS }, 'stop not finished within its bound; exiting');
-      run.http?.server.close();
+      void run.http?.close();
       process.exit(0);
     });
   };
@@ -79,20 +81,29 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const [os, m, { pino }, prom, { FaultCenter }, publicFault, { startHttpServer }] = await Promise.all([
+  const [
+    os,
+    m,
+    { createLogger },
+    prom,
+    { FaultCenter, faultCenterReadiness },
+    publicFault,
+    { startObservabilityServer },
+  ] = await Promise.all([
     import('node:os'),
     import('@kubernetes/client-node'),
-    import('pino'),
+    import('../observability/logger.js'),
     import('prom-client'),
     import('../cluster/fault-center.js'),
     import('../cluster/public-fault/index.js'),
-    import('../cluster/http-server.js'),
+    import('../observability/http-server.js'),
   ]);
-  const log = pino({ level: flags.logLevel, base: { component: 'ascend-fault-center' } });
+  // The agent's log format (src/observability/logger.ts): level names, ISO time, pid and the program's name.
+  const log = createLogger({ logLevel: flags.logLevel as LogLevelName, logFile: '', name: 'ascend-fault-center' });
   run.log = log;
   if (run.signal !== undefined) log.info({ signal: run.signal }, 'stopping');
   const identity = flags.identity !== '' ? flags.identity : (process.env.HOSTNAME ?? os.hostname());
-  log.info({ flags: { ...flags, identity } }, 'effective configuration');
+  log.info({ version: packageVersion(), config: { ...flags, identity } }, 'effective configuration');
   let kubeConfig: k8s.KubeConfig;
   try {
     kubeConfig = kubeConfigOf(m, flags);
@@ -133,7 +144,11 @@ async function main(): Promise<void> {
   });
   if (flags.metricsAddress !== '') {
     try {
-      const http = await startHttpServer(flags.metricsAddress, registry, () => center.ready);
+      const http = await startObservabilityServer({
+        address: flags.metricsAddress,
+        registry,
+        readiness: faultCenterReadiness(center),
+      });
       run.http = http;
       log.info({ port: http.port }, 'metrics listening');
     } catch (e) {

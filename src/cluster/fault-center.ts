@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
+import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
 import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
 import { ApiRecovery, ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
@@ -76,6 +77,23 @@ export interface FaultCenterOptions {
   readonly now?: () => number;
   /** Backoff of the ConfigMap write queues (default: the queue's, 0.5 s doubling to 30 s); woken by the term's recovery. */
   readonly backoff?: Omit<BackoffOptions, 'recovery'>;
+}
+
+/**
+ * The fault center's `/readyz` on the shared observability server: one check, `lease`, that passes only on the
+ * leader once it has read its inputs, so the Service sends gRPC only to the active replica. Failing, it answers
+ * `lease: not leading` (a standby) or `lease: leading, inputs not read yet` (a new leader during start-up).
+ */
+export function faultCenterReadiness(center: {
+  readonly ready: boolean;
+  readonly isLeader: boolean;
+}): Readonly<Record<string, ReadinessCheck>> {
+  return {
+    lease: () => {
+      if (center.ready) return { ok: true };
+      return { ok: false, reason: center.isLeader ? 'leading, inputs not read yet' : 'not leading' };
+    },
+  };
 }
 
 /** Bound of one `GET /readyz` outage probe. */

@@ -2,6 +2,11 @@
  * Flags of `ascend-fault-center` (architecture §4): Go flag syntax (`-name=value`, `-name value`, `--name=value`,
  * bare booleans), every flag mirrored by `ASCEND_FAULT_CENTER_<UPPER_SNAKE>` (the flag wins). Pure.
  */
+import {
+  LISTEN_ADDRESS_RULE,
+  MAX_LISTEN_ADDRESS_CHARS,
+  listenAddressProblem,
+} from '../observability/listen-address.js';
 
 /** A flag definition. */
 interface FlagDef {
@@ -16,7 +21,11 @@ interface FlagDef {
 export const FAULT_CENTER_FLAGS = {
   kubeconfig: { type: 'string', def: '', help: 'kubeconfig file (default: in-cluster, else $KUBECONFIG)' },
   grpcAddress: { type: 'string', def: ':8899', help: 'address of the PubFault gRPC service' },
-  metricsAddress: { type: 'string', def: ':9465', help: '/metrics, /healthz, /readyz ("" disables)' },
+  metricsAddress: {
+    type: 'string',
+    def: ':9465',
+    help: `/metrics, /healthz, /readyz: ${LISTEN_ADDRESS_RULE} ("" disables)`,
+  },
   publicFaultConfig: { type: 'string', def: '', help: 'public-fault level/sender file (default: the packaged one)' },
   stateDir: { type: 'string', def: '/var/lib/ascend-fault-center', help: 'local cache of the persisted state' },
   leaseName: { type: 'string', def: 'ascend-fault-center', help: 'Lease of the leader election' },
@@ -76,9 +85,12 @@ function convert(name: FlagName, raw: string, source: string): string | number |
 /** Parses argv and the environment. Throws {@link FlagError}. */
 export function parseFaultCenterFlags(argv: readonly string[], env: NodeJS.ProcessEnv): FaultCenterFlags {
   const values: Record<string, string | number | boolean> = {};
+  /** Where each value came from, for the errors of the checks below: `-name` or the environment variable. */
+  const source: Record<string, string> = {};
   for (const name of Object.keys(FAULT_CENTER_FLAGS) as FlagName[]) {
     const e = env[envName(name)];
-    values[name] = convert(name, e ?? FAULT_CENTER_FLAGS[name].def, e !== undefined ? envName(name) : `-${name}`);
+    source[name] = e !== undefined ? envName(name) : `-${name}`;
+    values[name] = convert(name, e ?? FAULT_CENTER_FLAGS[name].def, source[name]);
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -93,10 +105,20 @@ export function parseFaultCenterFlags(argv: readonly string[], env: NodeJS.Proce
       else if (i + 1 < argv.length) raw = argv[++i]!;
       else throw new FlagError(`flag needs an argument: -${name}`);
     }
+    source[name] = `-${name}`;
     values[name] = convert(name as FlagName, raw, `-${name}`);
   }
   if (!['trace', 'debug', 'info', 'warn', 'error'].includes(values.logLevel as string)) {
     throw new FlagError(`invalid -logLevel "${String(values.logLevel)}"`);
+  }
+  // The one listen-address rule of both programs (src/observability/listen-address.ts), checked here so that a bad
+  // address is a flag error (exit 2) before anything starts.
+  const metrics = values.metricsAddress as string;
+  const problem = metrics === '' ? undefined : listenAddressProblem(metrics);
+  if (problem !== undefined) {
+    throw new FlagError(
+      `${source.metricsAddress}=${metrics.slice(0, MAX_LISTEN_ADDRESS_CHARS)} must be ${LISTEN_ADDRESS_RULE}, or "" to disable: ${problem}`,
+    );
   }
   return values as FaultCenterFlags;
 }

@@ -1,10 +1,12 @@
 /**
- * `/metrics`, `/healthz` and `/readyz` on `-metricsAddress` (architecture §4; `""` disables it).
+ * The one observability server of both programs: `/metrics`, `/healthz` and `/readyz` on `-metricsAddress`
+ * (architecture §4; `""` disables it) of the agent and of the fault center, `/status` of the agent.
  *
  * - `/healthz`: the process is alive and its event loop answers — always 200 while the server runs.
- * - `/readyz`: 200 when every readiness check passes (DCMI initialised, every resource registered and streaming),
- *   else 503 with the failing checks, one per line. Chip health is never a check: a bad chip must never fail a
- *   probe (it is reported to kubelet as Unhealthy instead).
+ * - `/readyz`: 200 when every named readiness check passes, else 503 with the failing checks, one `name: reason`
+ *   per line. The agent's: `dcmi` (DCMI initialised), `kubelet` (every resource registered and streaming); chip
+ *   health is never a check: a bad chip must never fail a probe (it is reported to kubelet as Unhealthy instead).
+ *   The fault center's: `lease` (this replica leads, so the Service sends gRPC only to the active replica).
  * - `/status`: the agent's state as JSON (`npuctl status`, issue [F] item 4), when the `status` option is given,
  *   else 404; a document over {@link MAX_STATUS_BYTES} is refused with 500 rather than sent.
  *
@@ -16,7 +18,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { createLimitedServer, httpLimits, type ConnectionStats, type HttpLimits } from './http-limits.js';
-import { parseListenAddress } from './listen-address.js';
+import { listenAddress } from './listen-address.js';
 
 /** Largest `/status` document served (bytes of JSON); `npuctl status` reads no more than this either. */
 export const MAX_STATUS_BYTES = 1024 * 1024;
@@ -25,7 +27,7 @@ export const MAX_STATUS_BYTES = 1024 * 1024;
 export type ReadinessCheck = () => { ok: true } | { ok: false; reason: string };
 
 export interface ObservabilityServerOptions {
-  /** `host:port`, `:port`; port 0 picks a free one. */
+  /** `:port`, `host:port`, `[ip]:port` (the rule of `listen-address.ts`); port 0 picks a free one. */
   readonly address: string;
   readonly registry: Registry;
   /** Named readiness checks. */
@@ -40,15 +42,19 @@ export interface ObservabilityServerOptions {
 export interface ObservabilityServer {
   readonly port: number;
   readonly host: string;
+  /** The Node server, to read its settings (tests); closing goes through {@link ObservabilityServer.close}. */
+  readonly server: http.Server;
   /** Open, peak, evicted and refused connections. */
   connections(): ConnectionStats;
   close(): Promise<void>;
 }
 
-/** Starts the server; rejects when the address is malformed or cannot be bound. */
+/**
+ * Starts the server; rejects with a `ListenAddressError` when the address is malformed (the programs check their
+ * flag before, exit 2), with the bind error when it cannot be bound.
+ */
 export async function startObservabilityServer(options: ObservabilityServerOptions): Promise<ObservabilityServer> {
-  const addr = parseListenAddress(options.address);
-  if (!addr) throw new Error(`bad listen address "${options.address}"`);
+  const addr = listenAddress(options.address);
   const limited = createLimitedServer((req, res) => {
     void handle(options, req, res);
   }, httpLimits(options.limits));
@@ -64,6 +70,7 @@ export async function startObservabilityServer(options: ObservabilityServerOptio
   return {
     port: info.port,
     host: info.address,
+    server,
     connections: () => limited.stats(),
     close: () =>
       new Promise<void>((resolve) => {

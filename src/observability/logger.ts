@@ -1,12 +1,17 @@
 /**
- * The agent's logger (spec A.3, architecture §4): JSON lines through pino at the `-logLevel`, on stdout when
- * `-logFile` is "" (simulate, tests), else appended to the file (its folder is created). Rotation by size with
- * `-maxBackups`/`-maxAge` is not built yet: the flags are validated and logged, and rotation is left to the
- * node's logrotate (copytruncate) meanwhile.
+ * The one logger of both programs (spec A.3, architecture §4, issue [H] item 5): JSON lines through pino, one format
+ * for the agent and the fault center — `{"level":"info","time":"<ISO 8601 UTC>","pid":N,"name":"<program>",
+ * "msg":"...", ...fields}`, children add their fields (`component`, `feature`, ...). The agent's lines go to stdout
+ * when `-logFile` is "" (simulate, tests), else are appended to the file (its folder is created); the fault
+ * center's go to stdout. Rotation by size with `-maxBackups`/`-maxAge` is not built yet: the flags are validated
+ * and logged, and rotation is left to the node's logrotate (copytruncate) meanwhile.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+
+/** A pino level name (the fault center's `-logLevel` takes these, but `fatal`). */
+export type LogLevelName = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 
 /** Spec A.1 `-logLevel` → pino level. */
 export function pinoLevel(logLevel: number): 'debug' | 'info' | 'warn' | 'error' | 'fatal' {
@@ -42,8 +47,8 @@ export function checkLogFileOwnership(file: string, ids = { uid: process.getuid?
 }
 
 export interface LoggerOptions {
-  /** `-logLevel`, -1..3. */
-  readonly logLevel: number;
+  /** The agent's `-logLevel` -1..3 (spec A.1, mapped by {@link pinoLevel}), or a level name (the fault center's). */
+  readonly logLevel: number | LogLevelName;
   /** `-logFile`; "" = stdout. */
   readonly logFile: string;
   /** Program name in every line. */
@@ -69,7 +74,7 @@ export function createLogger(options: LoggerOptions): PinoLogger {
   return pino(
     {
       name: options.name ?? 'ascend-npu-agent',
-      level: pinoLevel(options.logLevel),
+      level: typeof options.logLevel === 'number' ? pinoLevel(options.logLevel) : options.logLevel,
       timestamp: pino.stdTimeFunctions.isoTime,
       base: { pid: process.pid },
       formatters: { level: (label) => ({ level: label }) },

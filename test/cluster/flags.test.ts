@@ -21,6 +21,14 @@ describe('fault-center flags', () => {
     expect(parseFaultCenterFlags(argv, {}).leaseName).toBe(v);
   });
 
+  test('issue [H] item 5 -metricsAddress takes the agent\'s forms and "" (the server off)', () => {
+    expect(
+      [':9465', '127.0.0.1:0', '[::1]:9465', 'localhost:9465', ''].map(
+        (a) => parseFaultCenterFlags([`-metricsAddress=${a}`], {}).metricsAddress,
+      ),
+    ).toEqual([':9465', '127.0.0.1:0', '[::1]:9465', 'localhost:9465', '']);
+  });
+
   test('a bare boolean is true', () => {
     expect(parseFaultCenterFlags(['-countJoblessFaults'], {}).countJoblessFaults).toBe(true);
   });
@@ -42,6 +50,8 @@ describe('fault-center flags', () => {
     [['-countJoblessFaults=maybe'], 'invalid boolean'],
     [['-leaseDurationSeconds=0'], 'out of range'],
     [['-leaseName'], 'needs an argument'],
+    [['-metricsAddress=9465'], '-metricsAddress=9465 must be [host]:port with a port in [0, 65535], or "" to disable'],
+    [['-metricsAddress=:70000'], 'port 70000 is over 65535'],
   ])('%j is rejected', (argv, msg) => {
     expect(() => parseFaultCenterFlags(argv, {})).toThrow(msg);
   });

@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { parseAgentArgs, parseListenAddress, type AgentConfig } from '../../src/cli/agent-flags.js';
 import { parseFaultCenterFlags } from '../../src/cluster/flags.js';
-import { startHttpServer } from '../../src/cluster/http-server.js';
+import { faultCenterReadiness } from '../../src/cluster/fault-center.js';
 import { CLUSTER_INFO_NAMESPACE } from '../../src/cluster/cluster-info.js';
 import { POLICY_CONFIGMAP, POLICY_NAMESPACE, policyFromConfigMapData } from '../../src/cluster/policy.js';
 import { startObservabilityServer } from '../../src/observability/http-server.js';
@@ -367,13 +367,18 @@ describe('issue [I] 4 the probes reach the real endpoints', () => {
     });
     agentServer.port = s.port;
     agentServer.close = () => s.close();
-    const c = await startHttpServer('127.0.0.1:0', new Registry(), () => centerServer.ready);
+    const c = await startObservabilityServer({
+      address: '127.0.0.1:0',
+      registry: new Registry(),
+      readiness: faultCenterReadiness({
+        get ready() {
+          return centerServer.ready;
+        },
+        isLeader: true,
+      }),
+    });
     centerServer.port = c.port;
-    centerServer.close = () =>
-      new Promise<void>((resolve) => {
-        c.server.close(() => resolve());
-        c.server.closeAllConnections();
-      });
+    centerServer.close = () => c.close();
   });
   afterAll(async () => {
     await agentServer.close();

@@ -20,25 +20,57 @@ function store(): NodeStateStore {
   });
 }
 
+/** A destination that keeps every line written. */
+function capture(): { lines: string[]; destination: Writable } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
+  return { lines, destination };
+}
+
 describe('A.3 logging', () => {
   test('-logLevel maps -1..3 to debug, info, warn, error, fatal', () => {
     expect([-1, 0, 1, 2, 3].map(pinoLevel)).toEqual(['debug', 'info', 'warn', 'error', 'fatal']);
   });
 
   test('lines are JSON with the level name and respect the level', () => {
-    const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, destination } = capture();
     const log = createLogger({ logLevel: 1, logFile: '', destination });
     log.info('hidden');
     log.warn({ logicId: 3 }, 'shown');
     expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
       expect.objectContaining({ level: 'warn', msg: 'shown', logicId: 3, name: 'ascend-npu-agent' }),
     ]);
+  });
+
+  test('issue [H] item 5 the fault center logs in the same format: its -logLevel name, its program name', () => {
+    const { lines, destination } = capture();
+    const log = createLogger({ logLevel: 'warn', logFile: '', name: 'ascend-fault-center', destination });
+    log.info('hidden');
+    log.child({ feature: 'public-fault' }).warn({ reason: 'x' }, 'shown');
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(parsed).toEqual([
+      {
+        level: 'warn',
+        time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+        pid: process.pid,
+        name: 'ascend-fault-center',
+        feature: 'public-fault',
+        reason: 'x',
+        msg: 'shown',
+      },
+    ]);
+    expect(Object.keys(parsed[0]!).slice(0, 4)).toEqual(['level', 'time', 'pid', 'name']);
+  });
+
+  test('issue [H] item 5 a level name is taken as is: trace shows everything', () => {
+    const { lines, destination } = capture();
+    createLogger({ logLevel: 'trace', logFile: '', destination }).trace('shown');
+    expect(lines.map((l) => (JSON.parse(l) as { level: string }).level)).toEqual(['trace']);
   });
 });
 
