@@ -11,12 +11,13 @@
  *   entries of 8 NPUs each; the statistic-fault-info content at the cap; one PubFaultProcessor pass over 1,000
  *   node views of 16 NPUs with 50 entries each.
  */
+import type { Logger } from '../src/core/logger.js';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { PublicFaultCache, faultKey } from '../src/cluster/public-fault/cache.js';
-import { PublicFaultCollector, type PublicFaultLogger } from '../src/cluster/public-fault/collector.js';
+import { PublicFaultCollector } from '../src/cluster/public-fault/collector.js';
 import { loadPublicFaultConfigFile, PACKAGED_PUBLIC_FAULT_CONFIG } from '../src/cluster/public-fault/config-source.js';
 import { PublicFaultGrpcServer } from '../src/cluster/public-fault/grpc-server.js';
 import { noopPublicFaultMetrics } from '../src/cluster/public-fault/metrics.js';
@@ -38,7 +39,7 @@ const PASSES = Number(process.env.BENCH_PUBFAULT_PASSES ?? 10);
 const IN_FLIGHT = 64;
 const T0 = 1_772_330_400_000;
 
-const silent: PublicFaultLogger = {
+const silent: Logger = {
   info: () => undefined,
   warn: () => undefined,
   error: () => undefined,

@@ -3,20 +3,13 @@
  * (a refused or invalid request still costs a token), then validation (§2.5), then one cache operation per (fault ×
  * influence) (§2.7). Answers with the codes of §2.6; every rejection is logged and counted by reason.
  */
+import type { Logger } from '../../core/logger.js';
 import { faultKey, type PublicFaultCache } from './cache.js';
 import { EMPTY_PUBLIC_FAULT_CONFIG, type PublicFaultConfig } from './config.js';
 import type { PublicFaultMetrics } from './metrics.js';
 import { SenderLimiter } from './token-bucket.js';
 import type { PublicFaultMessage, PublicFaultSource, Assertion } from './types.js';
 import { validateMessage } from './validator.js';
-
-/** The pino methods used (a pino `Logger` fits). */
-export interface PublicFaultLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-  debug(obj: object, msg: string): void;
-}
 
 /** §2.6 codes. */
 export const RESP_OK = 0;
@@ -39,7 +32,7 @@ export interface PublicFaultCollectorOptions {
   cache: PublicFaultCache;
   /** ms */
   now: () => number;
-  logger: PublicFaultLogger;
+  logger: Logger;
   metrics: PublicFaultMetrics;
   /** node name by `product-serial-number` (§2.5) */
   nodeBySerial: (sn: string) => string | undefined;

@@ -4,10 +4,10 @@
  * validate-then-swap: a file that does not parse keeps the previous configuration, with a log line naming the
  * problem. Upstream instead falls back to its built-in file (docs/public-faults.md "Deviations").
  */
+import type { Logger } from '../../core/logger.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../core/paths.js';
-import type { PublicFaultLogger } from './collector.js';
 import { MAX_CONFIG_BYTES, parsePublicFaultConfig, type PublicFaultConfig } from './config.js';
 import type { PublicFaultMetrics } from './metrics.js';
 
@@ -31,7 +31,7 @@ export function loadPublicFaultConfigFile(file: string): PublicFaultConfig {
 /** Options of a source. */
 export interface PublicFaultConfigSourceOptions {
   file: string;
-  logger: PublicFaultLogger;
+  logger: Logger;
   metrics: PublicFaultMetrics;
   /** tries after a change event (default 3) and the pause between them (default 1000 ms) */
   attempts?: number;

@@ -4,8 +4,9 @@
  * content did not parse is ignored; Delete clears nothing. A value larger than the size limit is refused before it
  * is decoded.
  */
+import type { Logger } from '../../core/logger.js';
 import * as k8s from '@kubernetes/client-node';
-import type { CollectResult, PublicFaultLogger } from './collector.js';
+import type { CollectResult } from './collector.js';
 import { startInformer, type RunningInformer } from './informer.js';
 import { decodePublicFaultMessage } from './message-decode.js';
 import type { PublicFaultMetrics } from './metrics.js';
@@ -21,7 +22,7 @@ export const MAX_PUBLIC_FAULT_VALUE_BYTES = 1024 * 1024;
 export interface PublicFaultConfigMapSourceOptions {
   kubeConfig: k8s.KubeConfig;
   collect(msg: PublicFaultMessage, source: 'configmap', origin: string): CollectResult;
-  logger: PublicFaultLogger;
+  logger: Logger;
   metrics: PublicFaultMetrics;
   maxValueBytes?: number;
   retryMs?: number;

@@ -12,10 +12,11 @@
  * arrived within {@link DEFAULT_RECEIVE_TIMEOUT_MS} of its headers is ended (`DEADLINE_EXCEEDED`): a client cannot
  * hold a slot or a stream open.
  */
+import type { Logger } from '../../core/logger.js';
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
 import type { RespStatus } from '../../generated/pubfault/RespStatus.js';
-import type { CollectResult, PublicFaultLogger } from './collector.js';
+import type { CollectResult } from './collector.js';
 import type { PublicFaultMetrics } from './metrics.js';
 import { loadPubFaultProto, SEND_PUBLIC_FAULT_METHOD } from './proto.js';
 import { decodePublicFaultRequest, WireFormatError, type WireCounts } from './request-decode.js';
@@ -74,7 +75,7 @@ export interface PublicFaultGrpcServerOptions {
   collect(msg: PublicFaultMessage | null, source: 'grpc'): CollectResult;
   /** ms */
   now: () => number;
-  logger: PublicFaultLogger;
+  logger: Logger;
   metrics: PublicFaultMetrics;
   /** global limit (§2.4): default 1000/s, burst 1000 */
   globalRatePerSec?: number;

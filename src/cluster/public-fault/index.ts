@@ -3,11 +3,12 @@
  * hot reload, Node serial numbers, persistence, the ConfigMap entry point, the gRPC entry point, the delete-queue
  * timer, and the processor the center runs first in its chain (§2.9).
  */
+import type { Logger } from '../../core/logger.js';
 import type * as k8s from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { DeviceViewProcessor } from '../device-view.js';
 import { PublicFaultCache } from './cache.js';
-import { PublicFaultCollector, type PublicFaultLogger } from './collector.js';
+import { PublicFaultCollector } from './collector.js';
 import { PublicFaultConfigSource } from './config-source.js';
 import { PublicFaultConfigMapSource } from './configmap-source.js';
 import { PublicFaultGrpcServer } from './grpc-server.js';
@@ -18,7 +19,6 @@ import { StatisticsWriter } from './statistics-writer.js';
 
 export { PACKAGED_PUBLIC_FAULT_CONFIG, loadPublicFaultConfigFile } from './config-source.js';
 export { PublicFaultConfigError, type PublicFaultConfig } from './config.js';
-export type { PublicFaultLogger } from './collector.js';
 
 /** Options of {@link createPublicFaultService}. */
 export interface PublicFaultServiceOptions {
@@ -29,7 +29,7 @@ export interface PublicFaultServiceOptions {
   configFile: string;
   /** namespace of `statistic-fault-info` (upstream `cluster-system`) */
   stateNamespace: string;
-  logger: PublicFaultLogger;
+  logger: Logger;
   registry: Registry;
   /** ms; default `Date.now` */
   now?: () => number;

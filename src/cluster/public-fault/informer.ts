@@ -2,8 +2,8 @@
  * A client-node `ListWatch` that restarts after errors (client-node stops an informer on any error but a 410), with
  * a fixed pause, logging each failure once.
  */
+import type { Logger } from '../../core/logger.js';
 import * as k8s from '@kubernetes/client-node';
-import type { PublicFaultLogger } from './collector.js';
 
 /** Handlers of one informer. */
 export interface InformerHandlers<T extends k8s.KubernetesObject> {
@@ -23,7 +23,7 @@ export async function startInformer<T extends k8s.KubernetesObject>(
   path: string,
   list: () => Promise<k8s.KubernetesListObject<T>>,
   handlers: InformerHandlers<T>,
-  logger: PublicFaultLogger,
+  logger: Logger,
   options: { labelSelector?: string; retryMs?: number } = {},
 ): Promise<RunningInformer> {
   const informer = new k8s.ListWatch<T>(path, new k8s.Watch(kubeConfig), list, false, options.labelSelector);

@@ -3,8 +3,8 @@
  * annotation NodeD writes on each Node, kept current by a watch. Nodes without the annotation are not entered
  * (upstream enters them under SN "", see docs/public-faults.md).
  */
+import type { Logger } from '../../core/logger.js';
 import * as k8s from '@kubernetes/client-node';
-import type { PublicFaultLogger } from './collector.js';
 import { startInformer, type RunningInformer } from './informer.js';
 
 export const SERIAL_ANNOTATION = 'product-serial-number';
@@ -43,10 +43,10 @@ export class NodeSerials {
 export class NodeSerialWatcher {
   readonly serials = new NodeSerials();
   readonly #kc: k8s.KubeConfig;
-  readonly #logger: PublicFaultLogger;
+  readonly #logger: Logger;
   #informer: RunningInformer | undefined;
 
-  constructor(kubeConfig: k8s.KubeConfig, logger: PublicFaultLogger) {
+  constructor(kubeConfig: k8s.KubeConfig, logger: Logger) {
     this.#kc = kubeConfig;
     this.#logger = logger;
   }

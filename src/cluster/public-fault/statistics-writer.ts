@@ -4,9 +4,9 @@
  * pause (upstream waits for the next change); a corrupt stored value is logged, reported as a Kubernetes Event and
  * ignored — the center starts empty and keeps serving.
  */
+import type { Logger } from '../../core/logger.js';
 import * as k8s from '@kubernetes/client-node';
 import type { PublicFaultCache } from './cache.js';
-import type { PublicFaultLogger } from './collector.js';
 import type { PublicFaultMetrics } from './metrics.js';
 import {
   KEY_PUBLIC_FAULTS,
@@ -23,7 +23,7 @@ export interface StatisticsWriterOptions {
   kubeConfig: k8s.KubeConfig;
   namespace: string;
   cache: PublicFaultCache;
-  logger: PublicFaultLogger;
+  logger: Logger;
   metrics: PublicFaultMetrics;
   /** ms */
   now: () => number;

@@ -1,10 +1,10 @@
 /**
  * Shared builders for the public-fault tests: the shipped configuration, a valid message, a silent logger.
  */
+import type { Logger } from '../../../src/core/logger.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../../src/core/paths.js';
-import type { PublicFaultLogger } from '../../../src/cluster/public-fault/collector.js';
 import { parsePublicFaultConfig, type PublicFaultConfig } from '../../../src/cluster/public-fault/config.js';
 import type { PublicFault, PublicFaultMessage } from '../../../src/cluster/public-fault/types.js';
 
@@ -36,12 +36,12 @@ export function message(over: Partial<PublicFaultMessage> = {}, faults: PublicFa
 }
 
 /** A logger that keeps its lines (level + message) for assertions. */
-export function recordingLogger(): PublicFaultLogger & { lines: { level: string; obj: object; msg: string }[] } {
+export function recordingLogger(): Logger & { lines: { level: string; obj: object; msg: string }[] } {
   const lines: { level: string; obj: object; msg: string }[] = [];
   const at =
     (level: string) =>
-    (obj: object, msg: string): void =>
-      void lines.push({ level, obj, msg });
+    (obj: object | string, msg?: string): void =>
+      void lines.push(typeof obj === 'string' ? { level, obj: {}, msg: obj } : { level, obj, msg: msg ?? '' });
   return { lines, info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug') };
 }
 
