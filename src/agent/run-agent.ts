@@ -18,7 +18,7 @@ import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
 import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';
 import { FileFaultConfigSource, type FaultConfigSource } from '../config/fault-config-source.js';
-import { FaultEngine, LINK_DOWN_CODE, PARAMETER_PLANE_CODES, type FaultEvent } from '../faults/index.js';
+import { FaultEngine } from '../faults/index.js';
 import type { AgentConfig } from '../cli/agent-flags.js';
 import { discoverNode } from '../health/discovery.js';
 import { loadHangDetectionConfig } from '../health/hang-config.js';
@@ -27,13 +27,13 @@ import { HealthMonitor } from '../health/monitor.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import {
   DeviceInfoPublisher,
-  engineSeparationHost,
   readStartupValues,
+  storeSeparationHost,
   type StartupValues,
 } from '../kube/device-info-publisher.js';
-import { restoreEngine, type RestoreResult } from '../kube/engine-startup.js';
+import type { RestoreResult } from '../state/restore.js';
 import { EngineStatePersistence } from '../kube/engine-state-persistence.js';
-import { deviceInfoViewOf } from '../kube/engine-view.js';
+import { deviceInfoViewOf } from '../kube/device-info-view.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
 import type { WatchFn } from '../kube/list-watch.js';
@@ -268,15 +268,6 @@ function observed<T extends object>(target: T, after: () => void): T {
       };
     },
   });
-}
-
-/** Chips an offline reset is rebooting are listed in `<resource>-Recovering` (spec H.3 `resetting`). */
-function withRecovering<V extends { readonly chips: readonly { readonly logicId: number }[] }>(
-  view: V,
-  recovering: ReadonlySet<number>,
-): V {
-  if (recovering.size === 0) return view;
-  return { ...view, chips: view.chips.map((c) => (recovering.has(c.logicId) ? { ...c, resetting: true } : c)) };
 }
 
 /** The API server as the kube layer uses it: the CoreV1 calls and the watch. */
@@ -600,25 +591,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       logger: log,
       ...(events ? { events } : {}),
     });
-    let restored: RestoreResult | undefined;
-    const restore = (values: StartupValues): RestoreResult => {
-      const r = restoreEngine(engine, { persisted: persistence.load(), live: values, now: clock.now(), runMode });
-      for (const p of r.problems) log.warn({ problem: p }, 'engine restore');
-      log.info(
-        { source: r.source, releasedWhileDown: r.releasedWhileDown, separated: engine.manualSeparationValue() },
-        'engine state restored',
-      );
-      return r;
-    };
-    if (live) restored = restore(live);
-    else if (!kube) {
-      // No API server at all: the state file alone (the ConfigMap cannot have changed meanwhile as far as we know).
-      const persisted = persistence.load();
-      if (persisted?.confirmedManual != null) {
-        restored = restore({ found: true, manuallySeparateNPU: persisted.confirmedManual, upgradeFaultReason: '' });
-      }
-    }
-
     // 6. The store, the health monitor and the kubelet view.
     const storeChips: StoreChip[] = chips.map((c) => ({
       logicId: c.logicId,
@@ -634,9 +606,24 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       clock,
       listWatchPeriodMs: flags.listWatchPeriod * 1000,
       liveCodes: (id) => monitor.liveCodes(id),
+      runMode,
+      loadDurable: () => persistence.load(),
       logger: log,
     });
     cleanups.push({ what: 'store', run: () => store.stop() });
+    let restored: RestoreResult | undefined;
+    if (live) restored = store.restore(live);
+    else if (!kube) {
+      // No API server at all: the state file alone (the ConfigMap cannot have changed meanwhile as far as we know).
+      const persisted = persistence.load();
+      if (persisted?.confirmedManual != null) {
+        restored = store.restore({
+          found: true,
+          manuallySeparateNPU: persisted.confirmedManual,
+          upgradeFaultReason: '',
+        });
+      }
+    }
     const hccnEnv = { ...env } as Record<string, string | undefined>;
     const hccnTool = flags.hccnTool;
     // Issue [K] 9: a tool failing the DCMI library's file checks is never run; link status and RoCE sampling are
@@ -655,7 +642,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       chipKind: kind,
       state: store,
       clock,
-      sink: (batch) => onEvents(batch),
+      sink: (batch) => store.applyEvents(batch),
       listWatchPeriodMs: flags.listWatchPeriod * 1000,
       ...(hccnUsable
         ? {
@@ -675,7 +662,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       dcmi,
       chips,
       config: hangConfig,
-      sink: (batch) => onEvents(batch),
+      sink: (batch) => store.applyEvents(batch),
       clock,
       ...(hasParameterPlane(kind) && hccnUsable
         ? { roceStats: (phy: number) => queryRoceStats({ toolPath: hccnTool, env: hccnEnv }, phy) }
@@ -755,27 +742,14 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         ...(events ? { events } : {}),
         view: (now) =>
           lab.applyToView(
-            withRecovering(
-              deviceInfoViewOf(
-                store.withResetOverrides(engine.snapshot()),
-                engine,
-                { runMode, resourceName, superPodId, serverIndex },
-                now,
-              ),
-              store.resetOverrides().recovering,
-            ),
+            deviceInfoViewOf(store.snapshot().chips, { runMode, resourceName, superPodId, serverIndex }, now),
           ),
-        separation: engineSeparationHost(engine, runMode, () => store.tick()),
+        separation: storeSeparationHost(store, runMode),
         ...(restored ? { confirmedManual: restored.confirmedManual } : {}),
-        lateStartup: (v) => {
-          const r = restore(v);
-          if (r.resync.length > 0) monitor.markResync(r.resync);
-          return r; // its confirmedManual is what counts as live (not the engine's separations)
-        },
+        lateStartup: (v) => store.restore(v), // its confirmedManual is what counts as live (not the separations)
         onWritten: () => {
           metrics.configMapWrites.inc({ result: 'ok' });
           void lab.onDeviceInfoWritten();
-          persistence.noteChange(engine, () => pub.confirmedManualSeparation());
         },
       });
       publisher = pub;
@@ -855,34 +829,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       }
     };
     // Every output is a projection of the same snapshot (architecture §2).
-    const onEvents = (batch: readonly FaultEvent[]): void => {
-      store.applyEvents(batch);
-      if (!events) return;
-      const now = clock.now();
-      for (const ev of batch) {
-        const chip = byLogic.get(ev.logicId);
-        if (!chip) continue;
-        const network = PARAMETER_PLANE_CODES.has(ev.code) || ev.code === LINK_DOWN_CODE;
-        const level = network ? engine.networkCodeLevel([ev.code]) : engine.codeLevel([ev.code]);
-        events.record(
-          faultEvent(
-            config.nodeName,
-            {
-              logicId: ev.logicId,
-              cardId: chip.cardId,
-              deviceId: chip.deviceId,
-              code: engine.formatCode(ev.code),
-              assertion: ev.assertion,
-              level,
-            },
-            now,
-          ),
-        );
-      }
-    };
     store.onChange((state, change) => {
       metrics.observeState(state, change);
-      if (change.resync.length > 0) monitor.markResync(change.resync);
       if (publisher) {
         publisher.noteTransitions(change.transitions);
         publisher.changed();
@@ -890,12 +838,28 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       }
       stowCycle(state);
       if (events) for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
-      persistence.noteChange(engine, () => publisher?.confirmedManualSeparation()); // escalation state: saved at once
     });
+    if (events) {
+      const ev = events;
+      store.onFaultEvents((applied) => {
+        for (const e of applied) ev.record(faultEvent(config.nodeName, e, e.time));
+      });
+    }
+    // escalation state: saved at once, in the same turn, after the snapshot listeners (docs/fault-engine.md)
+    store.onDurableChange(() => persistence.noteChange(store, () => store.confirmedManual()));
     policySource.subscribe((report, policy) => {
       if (report.changed) store.setPolicy(policy);
     });
-    if (restored && restored.resync.length > 0) monitor.markResync(restored.resync);
+    store.attachResync({
+      markResync: (ids, why) => monitor.markResync(ids, why),
+      // hot-reset §3.4.1 "re-sync applied": markResync starts its read in a 0 ms timer, idle() waits for the read,
+      // and its events reach the store from the monitor's setImmediate flush (twice: a batch may flush in two).
+      applied: async () => {
+        await new Promise((r) => setTimeout(r, 0));
+        await monitor.idle();
+        for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+      },
+    });
 
     // 7b. Chip reset (docs/hot-reset.md): the offline engine in every mode, the task-aware engine with -hotReset=1,
     // the reset-file landing on 910-family nodes. Its health filter is a store input (one snapshot for all outputs).
@@ -923,11 +887,11 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     }
     const logicOfPhy = new Map(chips.map((c) => [c.phyId, c.logicId]));
     const resetChipsView = (): readonly ChipResetView[] =>
-      engine.snapshot().map((v) => ({
+      store.snapshot().chips.map((v) => ({
         logicId: v.logicId,
         level: v.level,
         codes: v.faultCodes.map((t) => Number.parseInt(t, 16)).filter((n) => Number.isFinite(n)),
-        healthy: v.health === 'Healthy',
+        healthy: v.faultHealth === 'Healthy',
         podUsed: v.podUsed,
       }));
 
@@ -1005,16 +969,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       store: {
         chips: resetChipsView,
         onChange: (listener) => store.onChange(() => listener()),
-        setResetOverrides: (healthy, networkHealthy, recovering) => {
-          store.setResetOverrides(healthy, networkHealthy, recovering);
-          publisher?.changed();
-        },
-        markResync: (ids, why) => monitor.markResync(ids, why),
-        resyncApplied: async () => {
-          await new Promise((r) => setTimeout(r, 0));
-          await monitor.idle();
-          for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
-        },
+        setResetOverrides: (healthy, networkHealthy, recovering) =>
+          store.setResetOverrides(healthy, networkHealthy, recovering),
+        markResync: (ids, why) => store.requestResync(ids, why),
+        resyncApplied: () => store.resyncApplied(),
       },
       pods: () => pods?.pods() ?? [],
       podsSynced: () => pods?.synced ?? true,
@@ -1155,7 +1113,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
           );
           if (!idle) log.warn({ boundMs }, 'device-info ConfigMap not flushed before the bound');
         }
-        persistence.scheduleSave(() => persistence.capture(engine, publisher?.confirmedManualSeparation()), 0);
+        persistence.scheduleSave(() => persistence.capture(store, store.confirmedManual()), 0);
         await withTimeout(persistence.flush(), 2000, undefined);
         cleanups.splice(
           cleanups.findIndex((c) => c.what === 'kubelet'),

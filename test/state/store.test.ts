@@ -130,9 +130,7 @@ describe('F.3/G.2 escalation, operator release, pod-used (store inputs)', () => 
     const { store } = makeStore();
     store.applyEvents([ev(0, 0x12345678)]); // unknown code, severity 2 → SeparateNPU (E.4)
     expect(store.chip(0)!.level).toBe('SeparateNPU');
-    const engine = store.engine;
-    const policy = engine.currentPolicy();
-    store.setPolicy(policy);
+    store.setPolicy(shippedPolicy());
     expect(store.chip(0)!.level).toBe('SeparateNPU');
   });
 });

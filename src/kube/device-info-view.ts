@@ -1,22 +1,16 @@
 /**
- * Adapter from the fault engine's published chip views to the device-info {@link DeviceInfoView} (spec H.3): levels
- * come from the engine; this only maps them, adds the per-code level of the fault map
- * (`GetFaultType([code])` = the code's own level raised by the scope's frequency/duration/reason level) and the
+ * The device-info {@link DeviceInfoView} (spec H.3) as a projection of the store's snapshot: levels, per-code levels
+ * of the fault map (`GetFaultType([code])` = the code's own level raised by the scope's frequency/duration/reason
+ * level), the reset layer's filter and `-Recovering` all come from the snapshot; this only maps them and adds the
  * scope of each upgrade reason.
  */
-import {
-  isNetworkCode,
-  mostSevere,
-  parseHexCode,
-  type ChipView,
-  type FaultEngine,
-  type FaultLevel,
-} from '../faults/index.js';
+import { isNetworkCode, parseHexCode } from '../faults/index.js';
 import type { RunMode } from '../core/chips.js';
+import type { ChipState } from '../state/store.js';
 import type { DeviceInfoChip, DeviceInfoView, UpgradeReasonView } from './device-info.js';
 
 /** Node-wide facts and extra inputs of the view. */
-export interface EngineViewOptions {
+export interface DeviceInfoViewOptions {
   readonly runMode: RunMode;
   readonly resourceName: string;
   readonly faultKey?: string;
@@ -25,7 +19,7 @@ export interface EngineViewOptions {
   readonly rackId?: number;
   /** Public-name replacement (spec L.6); identity by default. */
   readonly publicName?: (name: string) => string;
-  /** Chip is in an active pod's device annotation (spec H.3); default: the engine view's `podUsed`. */
+  /** Chip is in an active pod's device annotation (spec H.3); default: the snapshot's `podUsed`. */
   readonly podUsed?: (logicId: number) => boolean;
   /** Other H.3 exclusions (autoStowing `-Recover` label, vNPU, soft share). */
   readonly withheld?: (logicId: number) => boolean;
@@ -33,26 +27,18 @@ export interface EngineViewOptions {
   readonly switchInfoCfg?: () => string | undefined;
 }
 
-type Levels = Pick<FaultEngine, 'codeLevel' | 'networkCodeLevel'>;
-
 function codeOf(text: string): number | undefined {
   const p = parseHexCode(text);
   return p.ok ? p.value : undefined;
 }
 
-/** The view of all chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
+/** The view of the snapshot's chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
 export function deviceInfoViewOf(
-  chips: readonly ChipView[],
-  levels: Levels,
-  o: EngineViewOptions,
+  chips: readonly ChipState[],
+  o: DeviceInfoViewOptions,
   nowMs: number,
 ): Omit<DeviceInfoView, 'previousDeviceList'> {
   const pub = o.publicName ?? ((n: string) => n);
-  const perCode = (text: string, network: boolean, raised: FaultLevel): FaultLevel => {
-    const c = codeOf(text);
-    if (c === undefined) return raised;
-    return mostSevere([network ? levels.networkCodeLevel([c]) : levels.codeLevel([c]), raised]);
-  };
   const out: DeviceInfoChip[] = chips.map((v) => {
     const reasons: UpgradeReasonView[] = v.reasons.map((r) => {
       const c = codeOf(r.fault_code);
@@ -66,20 +52,22 @@ export function deviceInfoViewOf(
       networkHealth: v.networkHealth,
       podUsed: o.podUsed ? o.podUsed(v.logicId) : v.podUsed,
       ...(withheld ? { withheld } : {}),
+      // spec H.3 `resetting`: an offline reset is rebooting the chip (listed in `<resource>-Recovering`)
+      ...(v.recovering ? { resetting: true } : {}),
       chipFaults: {
         level: v.level,
-        codes: v.faultCodes.map((code) => ({
+        codes: v.faultCodes.map((code, i) => ({
           code,
           firstSeenMs: v.faultTimes[code] ?? 0,
-          level: perCode(code, false, v.chipRaisedLevel),
+          level: v.faultCodeLevels[i] ?? v.chipRaisedLevel,
         })),
       },
       networkFaults: {
         level: v.networkLevel,
-        codes: v.networkFaultCodes.map((code) => ({
+        codes: v.networkFaultCodes.map((code, i) => ({
           code,
           firstSeenMs: v.faultTimes[code] ?? 0,
-          level: perCode(code, true, v.networkRaisedLevel),
+          level: v.networkFaultCodeLevels[i] ?? v.networkRaisedLevel,
         })),
       },
       reasons,
