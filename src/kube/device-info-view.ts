@@ -4,10 +4,10 @@
  * level), the reset layer's filter and `-Recovering` all come from the snapshot; this only maps them and adds the
  * scope of each upgrade reason.
  */
-import { isNetworkCode, parseHexCode } from '../faults/index.js';
+import { isNetworkCode, parseHexCode, type FaultLevel } from '../faults/index.js';
 import type { RunMode } from '../core/chips.js';
 import type { ChipState } from '../state/store.js';
-import type { DeviceInfoChip, DeviceInfoView, UpgradeReasonView } from './device-info.js';
+import type { DeviceInfoChip, DeviceInfoView, FaultScopeView, UpgradeReasonView } from './device-info.js';
 
 /** Node-wide facts and extra inputs of the view. */
 export interface DeviceInfoViewOptions {
@@ -32,6 +32,20 @@ function codeOf(text: string): number | undefined {
   return p.ok ? p.value : undefined;
 }
 
+/** One scope's fault map: each current code with its first occurrence and its per-code level from the snapshot. */
+function faultsOf(
+  v: ChipState,
+  level: FaultLevel,
+  codes: readonly string[],
+  levels: readonly FaultLevel[],
+  raised: FaultLevel,
+): FaultScopeView {
+  return {
+    level,
+    codes: codes.map((code, i) => ({ code, firstSeenMs: v.faultTimes[code] ?? 0, level: levels[i] ?? raised })),
+  };
+}
+
 /** The view of the snapshot's chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
 export function deviceInfoViewOf(
   chips: readonly ChipState[],
@@ -54,22 +68,8 @@ export function deviceInfoViewOf(
       ...(withheld ? { withheld } : {}),
       // spec H.3 `resetting`: an offline reset is rebooting the chip (listed in `<resource>-Recovering`)
       ...(v.recovering ? { resetting: true } : {}),
-      chipFaults: {
-        level: v.level,
-        codes: v.faultCodes.map((code, i) => ({
-          code,
-          firstSeenMs: v.faultTimes[code] ?? 0,
-          level: v.faultCodeLevels[i] ?? v.chipRaisedLevel,
-        })),
-      },
-      networkFaults: {
-        level: v.networkLevel,
-        codes: v.networkFaultCodes.map((code, i) => ({
-          code,
-          firstSeenMs: v.faultTimes[code] ?? 0,
-          level: v.networkFaultCodeLevels[i] ?? v.networkRaisedLevel,
-        })),
-      },
+      chipFaults: faultsOf(v, v.level, v.faultCodes, v.faultCodeLevels, v.chipRaisedLevel),
+      networkFaults: faultsOf(v, v.networkLevel, v.networkFaultCodes, v.networkFaultCodeLevels, v.networkRaisedLevel),
       reasons,
       manuallySeparated: v.manuallySeparated,
     };

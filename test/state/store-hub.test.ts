@@ -3,35 +3,19 @@
  * what the outputs need (per-code levels, the engine's own health, `recovering`), so no output reads the engine.
  */
 import { describe, expect, test } from '@jest/globals';
-import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
+import type { FaultEvent } from '../../src/faults/index.js';
 import { buildDeviceInfo } from '../../src/kube/device-info.js';
 import { deviceInfoViewOf } from '../../src/kube/device-info-view.js';
 import type { DurableState } from '../../src/state/restore.js';
-import { NodeStateStore, type AppliedFaultEvent, type StateChange } from '../../src/state/store.js';
-import { shippedPolicy } from '../faults/helpers.js';
-import { FakeClock } from '../health/fake-clock.js';
+import type { AppliedFaultEvent, StateChange } from '../../src/state/store.js';
+import { testStore, type TestStore } from './helpers.js';
 
 const HBM = 0x80e01801; // RestartBusiness; FaultFrequency 2 in 24 h → ManuallySeparateNPU (shipped)
 const SEPARATE = 0x80e18402; // SeparateNPU
 const VIEW = { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 } as const;
 
-function makeStore(loadDurable?: () => DurableState | undefined): {
-  store: NodeStateStore;
-  clock: FakeClock;
-  engine: FaultEngine;
-} {
-  const clock = new FakeClock();
-  const list = Array.from({ length: 4 }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
-  const engine = new FaultEngine(shippedPolicy(), { chips: list });
-  const store = new NodeStateStore({
-    engine,
-    chips: list,
-    node: { chipKind: 'Ascend910B', boardId: 0x24 },
-    clock,
-    listWatchPeriodMs: 5000,
-    ...(loadDurable ? { loadDurable } : {}),
-  });
-  return { store, clock, engine };
+function makeStore(loadDurable?: () => DurableState | undefined): TestStore {
+  return testStore(loadDurable ? { loadDurable } : {});
 }
 
 const ev = (logicId: number, code: number, assertion: FaultEvent['assertion'] = 'occur'): FaultEvent => ({

@@ -4,22 +4,14 @@
  * the moment the filter is lifted.
  */
 import { describe, expect, test } from '@jest/globals';
-import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
+import type { FaultEvent } from '../../src/faults/index.js';
 import { NodeStateStore, type StateChange } from '../../src/state/store.js';
-import { shippedPolicy } from '../faults/helpers.js';
-import { FakeClock } from '../health/fake-clock.js';
+import { testStore } from './helpers.js';
 
 const RESTART_NPU = 0x8c03a000; // RestartNPU in the shipped faultCode.json
 
 function makeStore(): NodeStateStore {
-  const list = Array.from({ length: 8 }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
-  return new NodeStateStore({
-    engine: new FaultEngine(shippedPolicy(), { chips: list }),
-    chips: list,
-    node: { chipKind: 'Ascend910B', boardId: 0x24 },
-    clock: new FakeClock(),
-    listWatchPeriodMs: 5000,
-  });
+  return testStore({ chips: 8 }).store;
 }
 
 const fault = (logicId: number): FaultEvent => ({ logicId, code: RESTART_NPU, assertion: 'occur', severity: 2 });
