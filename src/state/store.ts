@@ -515,8 +515,7 @@ export class NodeStateStore {
       ...(this.#liveCodes ? { liveCodes: this.#liveCodes } : {}),
     });
     const transitions = [...before, ...result.transitions];
-    // Fault events can change the severity a code's level falls back to (spec E.4) on every chip that has it.
-    const changed = this.#refreshChips(op.all === true, events.length > 0);
+    const changed = this.#refreshChips(op.all === true);
     const manualSeparation = this.#engine.manualSeparationValue();
     if (changed.length > 0 || transitions.length > 0 || manualSeparation !== this.#state.manualSeparation) {
       this.#publish(op, now, transitions, changed, result.resync, manualSeparation);
@@ -619,29 +618,23 @@ export class NodeStateStore {
     };
   }
 
-  /**
-   * Rebuilds the frozen chip states whose engine view changed (`all`: every chip; `levels`: also those whose
-   * per-code levels changed); returns the logic ids that differ.
-   */
-  #refreshChips(all: boolean, levels = false): number[] {
+  /** Rebuilds the frozen chip states whose engine view changed (`all`: every chip); returns the ids that differ. */
+  #refreshChips(all: boolean): number[] {
     const changed: number[] = [];
     for (const c of this.#chips) {
       const raw = this.#engine.chipView(c.logicId);
       if (!raw) continue;
-      const seen = this.#seenViews.get(c.logicId) === raw;
-      const published = this.#chipStates.get(c.logicId);
-      if (seen && !all && !(levels && published !== undefined && hasCodes(published))) continue;
+      // The same engine view object: the same content, per-code levels included (the engine rebuilds the view of
+      // every chip whose levels can change: its own events, a severity another chip's event changed, E.4, a policy).
+      if (!all && this.#seenViews.get(c.logicId) === raw) continue;
       this.#seenViews.set(c.logicId, raw);
       const view = this.#overridden(raw);
       const derived = this.#derived(raw);
+      const published = this.#chipStates.get(c.logicId);
       if (published !== undefined && sameView(view, raw, derived, published)) continue;
       this.#chipStates.set(c.logicId, freezeChip(view, raw, derived, c));
       changed.push(c.logicId);
     }
     return changed;
   }
-}
-
-function hasCodes(s: ChipState): boolean {
-  return s.faultCodes.length > 0 || s.networkFaultCodes.length > 0;
 }

@@ -36,6 +36,15 @@ describe('issue 14 item 2: the snapshot carries what the outputs need', () => {
     expect([first, store.chip(1)!.faultCodeLevels]).toEqual([['RestartBusiness'], ['ManuallySeparateNPU']]);
   });
 
+  test('E.4 an unconfigured code takes the severity last seen on any chip: the other chip’s per-code level follows', () => {
+    const { store } = makeStore();
+    const UNCONFIGURED = 0x12345678;
+    store.applyEvents([{ logicId: 0, code: UNCONFIGURED, assertion: 'occur', severity: 2 }]);
+    const before = store.chip(0)!.faultCodeLevels;
+    store.applyEvents([{ logicId: 1, code: UNCONFIGURED, assertion: 'occur', severity: 1 }]); // minor: NotHandle
+    expect([before, store.chip(0)!.faultCodeLevels]).toEqual([['SeparateNPU'], ['NotHandleFault']]);
+  });
+
   test('H.3 the device-info view built from the snapshot shows the per-code levels', () => {
     const { store } = makeStore();
     store.applyEvents([ev(2, SEPARATE)]);
