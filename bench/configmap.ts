@@ -4,12 +4,15 @@
  * - writes per minute (spec H.4: at most one per second, so ≤ 60);
  * - delay from a state change (an engine cycle) to the ConfigMap showing it, seen through a watch (target p99 ≤ 1.1 s
  *   given the 1 s spacing rule).
+ * The publisher reads the state store's snapshot, as in the agent.
  */
 import * as k8s from '@kubernetes/client-node';
 import { FaultEngine, parsePolicy } from '../src/faults/index.js';
 import { PROJECT_ROOT } from '../src/core/paths.js';
-import { DeviceInfoPublisher, engineSeparationHost } from '../src/kube/device-info-publisher.js';
-import { deviceInfoViewOf } from '../src/kube/engine-view.js';
+import { SYSTEM_CLOCK } from '../src/core/clock.js';
+import { DeviceInfoPublisher, storeSeparationHost } from '../src/kube/device-info-publisher.js';
+import { deviceInfoViewOf } from '../src/kube/device-info-view.js';
+import { NodeStateStore } from '../src/state/store.js';
 import { KubeApiStandIn } from '../src/sim/kube-api.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,7 +38,15 @@ export async function benchConfigMap(): Promise<ConfigMapResult> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const read = (f: string): string => fs.readFileSync(path.join(PROJECT_ROOT, f), 'utf8');
   const policy = parsePolicy(read('faultCode.json'), read('faultCustomization.json')).policy!;
-  const engine = new FaultEngine(policy, { chips: Array.from({ length: 16 }, (_, i) => ({ logicId: i, phyId: i })) });
+  const chips = Array.from({ length: 16 }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
+  const engine = new FaultEngine(policy, { chips });
+  const store = new NodeStateStore({
+    engine,
+    chips,
+    node: { chipKind: 'Ascend910B', boardId: 0x24 },
+    clock: SYSTEM_CLOCK,
+    listWatchPeriodMs: 5000,
+  });
   const codes = [0x80e18402, 0x8118043c, 0x80e21007, 0x80c98008];
   /** Unhealthy list after each cycle, with the time it was produced. */
   const pending: { list: string; at: number }[] = [];
@@ -43,34 +54,30 @@ export async function benchConfigMap(): Promise<ConfigMapResult> {
   /** Times the watch saw a write. */
   const shown: number[] = [];
   const unhealthy = (): string =>
-    engine
+    store
       .snapshot()
-      .filter((v) => v.health === 'Unhealthy')
+      .chips.filter((v) => v.health === 'Unhealthy')
       .map((v) => v.name)
       .sort()
       .join(',');
-  const ref: { publisher?: DeviceInfoPublisher } = {};
-  const cycle = (events: Parameters<FaultEngine['cycle']>[0]['events'] = []): void => {
-    engine.cycle({ now: Date.now(), events });
+  const cycle = (events: Parameters<NodeStateStore['applyEvents']>[0]): void => {
+    store.applyEvents(events);
     pending.push({ list: unhealthy(), at: performance.now() });
     if (pending.length > 10_000) pending.shift();
-    ref.publisher?.changed();
   };
+  const view = { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 } as const;
   const publisher = new DeviceInfoPublisher({
     api: core,
     nodeName: 'bench',
     runMode: 'Ascend910',
-    view: (now) =>
-      deviceInfoViewOf(
-        engine.snapshot(),
-        engine,
-        { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
-        now,
-      ),
-    separation: engineSeparationHost(engine, 'Ascend910', () => cycle()),
+    view: (now) => deviceInfoViewOf(store.snapshot().chips, view, now),
+    separation: storeSeparationHost(store, 'Ascend910'),
     confirmedManual: '',
   });
-  ref.publisher = publisher;
+  store.onChange((_, change) => {
+    publisher.noteTransitions(change.transitions);
+    publisher.changed();
+  });
   const controller = await new k8s.Watch(kc).watch(
     '/api/v1/namespaces/kube-system/configmaps',
     { fieldSelector: 'metadata.name=mindx-dl-deviceinfo-bench' },

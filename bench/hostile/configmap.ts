@@ -1,11 +1,11 @@
 /**
  * bench/hostile/configmap: a hostile-input campaign against the device-info ConfigMap (issue 12 items 1, 3, 4).
  *
- * The real publisher and start-up code (`DeviceInfoPublisher`, `restoreEngine`) in-process, the Kubernetes API
+ * The real publisher and start-up code (`DeviceInfoPublisher`, `NodeStateStore.restore`) in-process, the Kubernetes API
  * stand-in over real HTTP (all three watch orders), a fake clock for the 1 s spacing. Every input starts from chips 3
  * and 5 manually separated and written; an operator then types one hostile value into `ManuallySeparateNPU`,
  * `UpgradeFaultReason` or `DeviceInfoCfg` — random garbage, near-valid names, values up to the 1 MiB ConfigMap limit —
- * either while the publisher runs (watch → reconcile → overwrite) or while it is stopped (then `restoreEngine` and a
+ * either while the publisher runs (watch → reconcile → overwrite) or while it is stopped (then the restore and a
  * new publisher, with and without a state file). After it, a new fault on chip 6 must still reach the ConfigMap.
  *
  * Counted per input:
@@ -26,12 +26,13 @@ import * as k8s from '@kubernetes/client-node';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { FaultEngine, parsePolicy, type FaultPolicy } from '../../src/faults/index.js';
 import type { AgentEvent } from '../../src/kube/event-recorder.js';
-import { DeviceInfoPublisher, engineSeparationHost, readStartupValues } from '../../src/kube/device-info-publisher.js';
+import { DeviceInfoPublisher, readStartupValues, storeSeparationHost } from '../../src/kube/device-info-publisher.js';
 import { CONFIGMAP_MAX_BYTES } from '../../src/sim/kube-api-store.js';
 import { deviceInfoConfigMapName } from '../../src/kube/device-info.js';
-import { restoreEngine } from '../../src/kube/engine-startup.js';
 import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
-import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
+import { deviceInfoViewOf } from '../../src/kube/device-info-view.js';
+import type { DurableState } from '../../src/state/restore.js';
+import { NodeStateStore } from '../../src/state/store.js';
 import type { Logger } from '../../src/core/logger.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { QueueClock } from '../../src/kube/write-queue.js';
@@ -50,6 +51,7 @@ const T0 = Date.UTC(2026, 0, 1);
 /** Longest wait for the publisher to be idle (real time). */
 const SETTLE_MS = 2000;
 const ORDERS: readonly WatchOrder[] = ['as-is', 'watch-first', 'response-first'];
+const VIEW = { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 } as const;
 const KEYS = ['ManuallySeparateNPU', 'UpgradeFaultReason', 'DeviceInfoCfg'] as const;
 type Key = (typeof KEYS)[number];
 type Mode = 'running' | 'start-state-file' | 'start-no-state';
@@ -219,7 +221,7 @@ class FakeClock implements QueueClock {
   now(): number {
     return this.#now;
   }
-  setTimeout(fn: () => void, ms: number): unknown {
+  setTimeout(fn: () => void, ms: number): number {
     const id = ++this.#id;
     this.#timers.set(id, { at: this.#now + Math.max(0, ms), fn });
     return id;
@@ -251,10 +253,13 @@ interface Observed {
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** One engine + publisher over the stand-in, as the agent wires them. */
+/** One store + publisher over the stand-in, as the agent wires them. */
 class Node {
   readonly clock = new FakeClock();
   engine: FaultEngine;
+  readonly store: NodeStateStore;
+  /** What the store's restore reads as the state file. */
+  persisted: DurableState | undefined;
   publisher!: DeviceInfoPublisher;
   readonly log: Logger;
 
@@ -274,6 +279,20 @@ class Node {
       }
     };
     this.log = createLogger({ logLevel: -1, logFile: '', destination: { write: measure } });
+    const chips = Array.from({ length: CHIPS }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
+    this.store = new NodeStateStore({
+      engine: this.engine,
+      chips,
+      node: { chipKind: 'Ascend910B', boardId: 0x24 },
+      clock: this.clock,
+      listWatchPeriodMs: 5000,
+      loadDurable: () => this.persisted,
+      logger: this.log,
+    });
+    this.store.onChange((_, change) => {
+      this.publisher?.noteTransitions(change.transitions);
+      this.publisher?.changed();
+    });
   }
 
   newEngine(): FaultEngine {
@@ -284,12 +303,8 @@ class Node {
 
   cycle(events: { logicId: number; code: number; assertion?: 'occur' | 'recover' }[] = []): void {
     const now = this.clock.now();
-    const r = this.engine.cycle({
-      now,
-      events: events.map((e) => ({ assertion: 'occur' as const, severity: 2, timeMs: now, ...e })),
-    });
-    this.publisher?.noteTransitions(r.transitions);
-    this.publisher?.changed();
+    if (events.length === 0) this.store.tick();
+    else this.store.applyEvents(events.map((e) => ({ assertion: 'occur' as const, severity: 2, timeMs: now, ...e })));
   }
 
   async startPublisher(confirmedManual: string): Promise<void> {
@@ -303,14 +318,8 @@ class Node {
       watch: this.api.kubeConfig(),
       nodeName: NODE,
       runMode: 'Ascend910',
-      view: (now) =>
-        deviceInfoViewOf(
-          this.engine.snapshot(),
-          this.engine,
-          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
-          now,
-        ),
-      separation: engineSeparationHost(this.engine, 'Ascend910', () => this.cycle()),
+      view: (now) => deviceInfoViewOf(this.store.snapshot().chips, VIEW, now),
+      separation: storeSeparationHost(this.store, 'Ascend910'),
       events,
       confirmedManual,
       clock: this.clock,
@@ -372,16 +381,7 @@ async function runInput(
   await core.deleteNamespacedConfigMap({ name: CM, namespace: NS }).catch(() => undefined);
   let node = new Node(api, core, policy, seen);
   for (let i = 0; i < 2; i++) {
-    node.engine.cycle({
-      now: node.clock.now(),
-      events: SEPARATED.map((logicId) => ({
-        logicId,
-        code: HBM,
-        assertion: 'occur' as const,
-        severity: 2,
-        timeMs: node.clock.now(),
-      })),
-    });
+    node.cycle(SEPARATED.map((logicId) => ({ logicId, code: HBM })));
     node.clock.advance(1000);
   }
   await node.startPublisher('');
@@ -400,7 +400,7 @@ async function runInput(
       const persistence = new EngineStatePersistence({ dir, nodeName: NODE, now: () => node.clock.now() });
       const persisted =
         mode === 'start-state-file'
-          ? persistence.capture(node.engine, node.publisher.confirmedManualSeparation())
+          ? persistence.capture(node.store, node.publisher.confirmedManualSeparation())
           : undefined;
       node.publisher.stop();
       failed = 0;
@@ -409,8 +409,8 @@ async function runInput(
       second.clock.advance(node.clock.now() + 10_000 - second.clock.now());
       const live = await readStartupValues(core, NODE, second.log);
       if (live === undefined) throw new Error('start-up read failed');
-      const r = restoreEngine(second.engine, { persisted, live, now: second.clock.now(), runMode: 'Ascend910' });
-      for (const p of r.problems) second.log.warn({ problem: p }, 'engine restore');
+      second.persisted = persisted;
+      const r = second.store.restore(live); // logs its problems
       node = second;
       await node.startPublisher(r.confirmedManual);
       await node.advance(1000);

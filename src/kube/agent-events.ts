@@ -6,6 +6,7 @@ import type { Transition, UpgradeReason } from '../faults/index.js';
 import type { AgentEvent } from './event-recorder.js';
 import { localTimeText } from './event-recorder.js';
 import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { boundedText } from '../core/text.js';
 
 /** A fault event as the health layer took it in a cycle (spec K.1). */
 export interface FaultEventInfo {
@@ -130,29 +131,6 @@ export function transitionEvents(
 export const MAX_EVENT_MESSAGE_BYTES = 1024;
 /** Characters of a refused value quoted in its Event. */
 const SHOWN_VALUE_CHARS = 120;
-
-/**
- * `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, the cut marked with the full length. With
- * `asJson`, the bytes counted are those of the text inside a JSON string (escapes included: what a JSON log line
- * holds). Looks at no more of `text` than it keeps (plus one length check), so a 1 MiB text costs next to nothing.
- */
-export function boundedText(text: string, maxBytes: number, asJson = false): string {
-  const cost = asJson
-    ? (t: string): number => Buffer.byteLength(JSON.stringify(t), 'utf8') - 2
-    : (t: string): number => Buffer.byteLength(t, 'utf8');
-  if (text.length * (asJson ? 6 : 3) <= maxBytes || cost(text) <= maxBytes) return text;
-  const tail = `…(${text.length} chars)`;
-  const budget = maxBytes - cost(tail);
-  let bytes = 0;
-  let end = 0;
-  for (const ch of text) {
-    const b = cost(ch);
-    if (bytes + b > budget) break;
-    bytes += b;
-    end += ch.length;
-  }
-  return text.slice(0, end) + tail;
-}
 
 /**
  * An Event for input the agent refused (a hand-edited ConfigMap key, a bad fault configuration): the value is

@@ -1,6 +1,6 @@
 /**
- * The device-info ConfigMap as a projection of the engine (spec G.2, H): builds the content from the engine's
- * views, decides when to write (H.4), and writes through one {@link ObjectWriteQueue}. Every write attempt GETs the
+ * The device-info ConfigMap as a projection of the state store (spec G.2, H): builds the content from the store's
+ * snapshot, decides when to write (H.4), and writes through one {@link ObjectWriteQueue}. Every write attempt GETs the
  * live object and reconciles `ManuallySeparateNPU` against it first (G.2), so a name an operator deleted releases
  * the chip and is never written back — also after a 409, which is retried on a fresh read. A watch on the object
  * makes an operator's edit take effect within the 1 s spacing instead of at the next cycle, and hand-edited garbage
@@ -13,14 +13,14 @@ import {
   MAX_OPERATOR_VALUE_CHARS,
   parseManualNames,
   parseReasonsJson,
-  type FaultEngine,
   type Transition,
   type UpgradeReason,
 } from '../faults/index.js';
 import type { RunMode } from '../core/chips.js';
 import { chipName } from '../core/device-names.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import { boundedText, rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
+import { rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js';
+import { boundedText } from '../core/text.js';
 import {
   buildDeviceInfo,
   deviceInfoConfigMap,
@@ -35,6 +35,8 @@ import {
   type DeviceInfoView,
 } from './device-info.js';
 import type { EventSink } from './event-recorder.js';
+import type { StartupValues } from '../state/restore.js';
+import type { NodeStateStore } from '../state/store.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import {
   decideWrite,
@@ -69,45 +71,48 @@ export interface SeparationChip {
   readonly name: string;
 }
 
-/** What the publisher needs from the engine for G.2 (see {@link engineSeparationHost}). */
+/** What the publisher needs of the state store for G.2 (see {@link storeSeparationHost}). */
 export interface SeparationHost {
   /** Every chip of the node. */
   chips(): readonly SeparationChip[];
-  /** Logic ids in the manual-separation cache now (not the last cycle's view). */
+  /** Logic ids in the manual-separation cache (the current snapshot: every input is published at once). */
   separated(): readonly number[];
-  /** Operator release (spec G.2); returns the engine's transitions. */
-  release(logicId: number): readonly Transition[];
   /**
-   * Runs one engine cycle now, synchronously, and publishes its result (the composition root's cycle): after a
-   * release the ConfigMap is built from the new views.
+   * Operator release (spec G.2): published in one store cycle before it returns, so the ConfigMap built next is
+   * built from the new snapshot; its transitions reach the publisher through the store's change listener
+   * ({@link DeviceInfoPublisher.noteTransitions}).
    */
-  runCycle(): void;
+  release(logicId: number): void;
   /**
-   * The names of these chips are live by a successful write (or the start-up read): the engine's "written once"
-   * mark (G.2 `firstHandle`, `FaultEngine.markManualWritten`), so its exported state says what the ConfigMap holds.
-   * Optional: the publisher's own record of the last successful write decides releases either way.
+   * The ConfigMap holds `value` by a successful write (or the start-up read), with the names of these separated
+   * chips: the engine's "written once" mark (G.2 `firstHandle`), so the durable state says what the ConfigMap
+   * holds, and the confirmed value the state file keeps. Optional: the publisher's own record of the last
+   * successful write decides releases either way.
    */
-  markWritten?(logicIds: readonly number[]): void;
+  confirmed?(logicIds: readonly number[], value: string): void;
 }
 
-/** A {@link SeparationHost} over a {@link FaultEngine}. */
-export function engineSeparationHost(
-  engine: Pick<FaultEngine, 'snapshot' | 'manuallySeparated' | 'release' | 'markManualWritten'>,
+/** The store as {@link storeSeparationHost} uses it. */
+export type SeparationStore = Pick<NodeStateStore, 'snapshot' | 'release' | 'confirmWritten'>;
+
+/** A {@link SeparationHost} over the state store. */
+export function storeSeparationHost(
+  store: SeparationStore,
   runMode: RunMode,
-  runCycle: () => void,
   publicName: (name: string) => string = (n) => n,
 ): SeparationHost {
   return {
     chips: () =>
-      engine
+      store
         .snapshot()
-        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, name: publicName(chipName(runMode, v.phyId)) })),
-    separated: () => engine.manuallySeparated(),
-    release: (id) => engine.release(id),
-    runCycle,
-    markWritten: (ids) => {
-      engine.markManualWritten(ids);
-    },
+        .chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId, name: publicName(chipName(runMode, c.phyId)) })),
+    separated: () =>
+      store
+        .snapshot()
+        .chips.filter((c) => c.manuallySeparated)
+        .map((c) => c.logicId),
+    release: (id) => store.release(id),
+    confirmed: (ids, value) => store.confirmWritten(ids, value),
   };
 }
 
@@ -117,12 +122,7 @@ export type DeviceInfoApi = Pick<
   'readNamespacedConfigMap' | 'replaceNamespacedConfigMap' | 'createNamespacedConfigMap' | 'listNamespacedConfigMap'
 >;
 
-/** The two values G.3 reads at start. */
-export interface StartupValues {
-  readonly found: boolean;
-  readonly manuallySeparateNPU: string;
-  readonly upgradeFaultReason: string;
-}
+export type { StartupValues };
 
 /** What {@link DeviceInfoPublisherOptions.lateStartup} returns. */
 export interface LateStartupResult {
@@ -140,7 +140,7 @@ export interface DeviceInfoPublisherOptions {
   readonly watch?: WatchFn | k8s.KubeConfig;
   readonly nodeName: string;
   readonly runMode: RunMode;
-  /** The view at `nowMs` (see `deviceInfoViewOf`); `previousDeviceList` is added here. */
+  /** The view at `nowMs` of the store's snapshot (see `deviceInfoViewOf`); `previousDeviceList` is added here. */
   readonly view: (nowMs: number) => Omit<DeviceInfoView, 'previousDeviceList'>;
   readonly separation: SeparationHost;
   readonly events?: EventSink;
@@ -152,9 +152,9 @@ export interface DeviceInfoPublisherOptions {
   readonly confirmedManual?: string;
   /**
    * Called with the live values when the start-up read had failed (see `confirmedManual`); returns what the
-   * restore made of them (a `RestoreResult` of `restoreEngine` has it): `confirmedManual`, the value whose names
-   * count as live from now on — exactly what a start-up read would have given. Without the callback: the live value
-   * when the G.2 rule accepts it, else the engine's separations.
+   * restore made of them (`NodeStateStore.restore`, published before it returns): `confirmedManual`, the value whose
+   * names count as live from now on — exactly what a start-up read would have given. Without the callback: the live
+   * value when the G.2 rule accepts it, else the store's separations.
    */
   readonly lateStartup?: (values: StartupValues) => LateStartupResult;
   readonly clock?: QueueClock;
@@ -388,7 +388,7 @@ export class DeviceInfoPublisher {
     return new Set(parseManualNames(value, this.#o.runMode).phyIds);
   }
 
-  /** Records the phy ids whose names are live by our write or the start-up read, and tells the engine. */
+  /** Records the phy ids whose names are live by our write or the start-up read, and tells the store. */
   #confirm(phys: Set<number>): void {
     this.#confirmed = phys;
     const separated = new Set(this.#o.separation.separated());
@@ -396,7 +396,7 @@ export class DeviceInfoPublisher {
       .chips()
       .filter((c) => phys.has(c.phyId) && separated.has(c.logicId))
       .map((c) => c.logicId);
-    if (ids.length > 0) this.#o.separation.markWritten?.(ids);
+    this.#o.separation.confirmed?.(ids, this.confirmedManualSeparation() ?? '');
   }
 
   /**
@@ -608,7 +608,6 @@ export class DeviceInfoPublisher {
         ),
       );
     }
-    this.#o.separation.runCycle();
   }
 
   #phyIdsOnNode(): Set<number> {
@@ -660,12 +659,9 @@ export class DeviceInfoPublisher {
       const listed = new Set(phyIds);
       const separated = new Set(this.#o.separation.separated());
       const confirmed = this.#confirmed ?? new Set<number>();
-      const released: { chip: SeparationChip; transitions: readonly Transition[] }[] = [];
-      for (const chip of chips) {
-        if (separated.has(chip.logicId) && confirmed.has(chip.phyId) && !listed.has(chip.phyId)) {
-          released.push({ chip, transitions: this.#o.separation.release(chip.logicId) });
-        }
-      }
+      const released = chips.filter(
+        (chip) => separated.has(chip.logicId) && confirmed.has(chip.phyId) && !listed.has(chip.phyId),
+      );
       const added = [...listed].filter((p) => !separated.has(byPhy.get(p)!.logicId));
       if (added.length > 0) {
         // spec G.2: names not in the cache are not adopted; they disappear with this write.
@@ -674,20 +670,19 @@ export class DeviceInfoPublisher {
       }
       if (released.length > 0) {
         const who = editorOf(live);
-        for (const r of released) {
+        for (const chip of released) {
           this.#operatorReleases++;
-          this.noteTransitions(r.transitions);
-          this.#log.info({ chip: r.chip.name, logicId: r.chip.logicId, by: who }, 'chip released by an operator');
+          this.#o.separation.release(chip.logicId); // one store cycle each: the snapshot is current when built
+          this.#log.info({ chip: chip.name, logicId: chip.logicId, by: who }, 'chip released by an operator');
           this.#o.events?.record({
             type: 'Normal',
             reason: 'ManualSeparationReleased',
             message:
-              `${r.chip.name} (logic id ${r.chip.logicId}) released from manual separation: its name was deleted ` +
+              `${chip.name} (logic id ${chip.logicId}) released from manual separation: its name was deleted ` +
               `from ${KEY_MANUALLY_SEPARATE} of ${DEVICE_INFO_NAMESPACE}/${this.#name}, assumed by ${who}`,
-            brief: `ManualSeparationReleased ${r.chip.name}`,
+            brief: `ManualSeparationReleased ${chip.name}`,
           });
         }
-        this.#o.separation.runCycle();
       }
     }
     const reasons = data[KEY_UPGRADE_REASON];

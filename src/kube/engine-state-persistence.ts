@@ -10,8 +10,8 @@
  * and Events all go out asynchronously). Then, asynchronously, the file and the folder are fsynced: from then on it
  * also survives a power loss.
  *
- * When it is saved (docs/fault-engine.md "Limits and durability"): a change of escalation state (the engine's
- * {@link FaultEngine.durableRevision}, or the confirmed `ManuallySeparateNPU` value) at once; beyond
+ * When it is saved (docs/fault-engine.md "Limits and durability"): a change of escalation state (the
+ * store's `durableRevision`, or the confirmed `ManuallySeparateNPU` value) at once; beyond
  * {@link SAVE_BURST} saves in quick succession, at most one per {@link SAVE_MIN_INTERVAL_MS}, the changes in between
  * folded into it. So a storm writes at most 1000 / {@link SAVE_MIN_INTERVAL_MS} files a second and each change is on
  * disk within that interval; fsync passes run one at a time, each covering every write before it. Other changes
@@ -19,7 +19,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { exportEngineState, MAX_CONFIG_BYTES, type EngineStateJson, type FaultEngine } from '../faults/index.js';
+import { MAX_CONFIG_BYTES, type EngineStateJson } from '../faults/index.js';
+import type { DurableState } from '../state/restore.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import type { EventSink } from './event-recorder.js';
@@ -44,14 +45,22 @@ export const SAVE_MIN_INTERVAL_MS = 10;
 /** Saves allowed back to back before {@link SAVE_MIN_INTERVAL_MS} applies (a few changes in quick succession). */
 export const SAVE_BURST = 4;
 
-/** What the file holds. */
-export interface PersistedState {
+/** What the file holds: the store's durable state (what `restoreEngine` takes back) and where it came from. */
+export interface PersistedState extends DurableState {
   readonly format: typeof ENGINE_STATE_FORMAT;
   readonly savedAtMs: number;
   readonly nodeName: string;
-  /** `ManuallySeparateNPU` of the last successful device-info write; null when unknown. */
-  readonly confirmedManual: string | null;
-  readonly engine: EngineStateJson;
+}
+
+/**
+ * Where the durable state is read from: the state store (`NodeStateStore`, which owns the engine). Nothing else
+ * reads the engine for persistence.
+ */
+export interface DurableSource {
+  /** Increases with every change of escalation state (the engine's `durableRevision`). */
+  readonly durableRevision: number;
+  /** The engine's exportable state (`exportEngineState`). */
+  exportDurableState(): EngineStateJson;
 }
 
 /** Options of {@link EngineStatePersistence}. */
@@ -288,29 +297,29 @@ export class EngineStatePersistence {
     return { ...this.#stats };
   }
 
-  /** The state as the engine and the publisher have it now. */
-  capture(engine: FaultEngine, confirmedManual: string | undefined): PersistedState {
-    this.#lastCapture = { revision: engine.durableRevision, confirmed: confirmedManual ?? null };
+  /** The state as the store and the publisher have it now. */
+  capture(source: DurableSource, confirmedManual: string | undefined): PersistedState {
+    this.#lastCapture = { revision: source.durableRevision, confirmed: confirmedManual ?? null };
     return {
       format: ENGINE_STATE_FORMAT,
       savedAtMs: this.#now(),
       nodeName: this.#o.nodeName,
       confirmedManual: confirmedManual ?? null,
-      engine: exportEngineState(engine),
+      engine: source.exportDurableState(),
     };
   }
 
   /**
-   * Something in the engine or the publisher may have changed: saves the state at once (within the rate of
+   * Something in the store or the publisher may have changed: saves the state at once (within the rate of
    * {@link SaveScheduler}) when escalation state or the confirmed separation value
    * differs from what the file holds, else within {@link SAVE_DEBOUNCE_MS}. After a failed save, every save waits
    * the debounce (no write loop against a full disk).
    */
-  noteChange(engine: FaultEngine, confirmedManual: () => string | undefined): void {
-    this.#producer = () => this.capture(engine, confirmedManual());
+  noteChange(source: DurableSource, confirmedManual: () => string | undefined): void {
+    this.#producer = () => this.capture(source, confirmedManual());
     const c = this.#saved;
     const durable =
-      c === undefined || c.revision !== engine.durableRevision || c.confirmed !== (confirmedManual() ?? null);
+      c === undefined || c.revision !== source.durableRevision || c.confirmed !== (confirmedManual() ?? null);
     this.#scheduler.request(durable && !this.#failing ? 0 : this.#debounceMs);
   }
 

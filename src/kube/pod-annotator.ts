@@ -15,6 +15,7 @@ import { MERGE_PATCH } from './merge-patch.js';
 import { goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 import { systemQueueClock, type QueueClock } from './write-queue.js';
 import { statusOf } from '../core/errors.js';
+import { runModeOf, type ChipKind } from '../core/chips.js';
 
 export const ANNOTATION_KLT_DEV = 'huawei.com/kltDev';
 export const ANNOTATION_ASCEND_REAL = 'huawei.com/AscendReal';
@@ -62,6 +63,13 @@ export interface PodAnnotatorOptions {
   /** Spec I.3: 3 tries 200 ms apart. */
   readonly tries?: number;
   readonly retryDelayMs?: number;
+}
+
+/** Spec I.3: which rank table a node writes — run mode 910 → `910`, 910A5 → `npu`, all-Duo 310P → `910`, else `none`. */
+export function rankTableOf(kind: ChipKind, productTypes: readonly string[]): PodAnnotatorOptions['rankTable'] {
+  if (runModeOf(kind) === 'Ascend910') return kind === 'Ascend910A5' ? 'npu' : '910';
+  const allDuo = productTypes.length > 0 && productTypes.every((p) => p === 'Atlas 300I Duo');
+  return allDuo ? '910' : 'none';
 }
 
 /** What one {@link PodAnnotator.annotate} call did. */

@@ -222,7 +222,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     await kubelet.waitForRegistration(resource, 0, 15_000);
     const devices = kubelet.devices(resource) ?? [];
     say(
-      `ascend-npu-agent simulate: ${a.chips.length} chips (${resource}) from ${path.relative(PROJECT_ROOT, opts.scenario)}, ` +
+      `ascend-npu-agent simulate: ${a.store.snapshot().chips.length} chips (${resource}) from ${path.relative(PROJECT_ROOT, opts.scenario)}, ` +
         `registered with the kubelet simulator in ${Date.now() - started} ms (${devices.length} devices)`,
     );
     say(
@@ -271,7 +271,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       }
       const healthy = rows().filter((r) => r.kubelet === 'Healthy').length;
       say(
-        `  (${healthy}/${a.chips.length} Healthy in kubelet) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
+        `  (${healthy}/${a.store.snapshot().chips.length} Healthy in kubelet) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
           `last write ${cm?.update ?? '-'} (${writes} writes, CheckCode ${cm?.valid ? 'valid' : 'n/a'})`,
       );
     };
@@ -290,13 +290,13 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
           await client!.expectOk(req);
         },
         release: async (logicId) => {
-          const phy = a.chips.find((c) => c.logicId === logicId)?.phyId ?? logicId;
+          const phy = a.store.chip(logicId)?.phyId ?? logicId;
           const name = chipName(resource.replace('huawei.com/', ''), phy);
           const done = await operatorRelease(core, SIM_NODE_NAME, name);
           if (!done) say(`  (operator: ${name} is not in ManuallySeparateNPU)`);
         },
         podUses: async (logicId, used) => {
-          const phy = a.chips.find((c) => c.logicId === logicId)?.phyId ?? logicId;
+          const phy = a.store.chip(logicId)?.phyId ?? logicId;
           const name = chipName(resource.replace('huawei.com/', ''), phy);
           const podName = `sim-pod-${logicId}`;
           if (used) {
@@ -323,7 +323,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       },
       { speed: opts.speed },
     );
-    await Promise.race([a.publisher?.whenIdle(), new Promise((r) => setTimeout(r, 3000))]);
+    await Promise.race([a.configMapIdle(), new Promise((r) => setTimeout(r, 3000))]);
     const final = rows();
     const cm = cmState();
     const counts = new Map<string, number>();
@@ -339,7 +339,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       `  ConfigMap           ${writes} writes, ManuallySeparateNPU="${cm?.manual ?? ''}", CheckCode ${cm?.valid ? 'valid' : 'invalid'}`,
     );
     say(`  Events              ${events.length}`);
-    say(`  health mode         ${a.monitor.mode()}`);
+    say(`  health mode         ${a.healthMode()}`);
     return 0;
   } catch (err) {
     io.err.write(`ascend-npu-agent simulate: ${(err as Error).message}\n`);

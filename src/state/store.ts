@@ -1,19 +1,30 @@
 /**
- * The node's one state store (architecture §2): it owns the fault engine, applies every batch of events from the
- * health layer at once (event-driven, spec D.2 without the 1 s trigger tick), runs an idle cycle every
- * `listWatchPeriod` for the time-based rules, and publishes immutable snapshots with change notifications. Every
- * output (kubelet stream, ConfigMap, Events, metrics) is a projection of the same snapshot.
+ * The node's one state store (architecture §2): the hub every input enters and the one snapshot every output reads.
+ * It owns the fault engine (nothing else holds it), applies every batch of events from the health layer at once
+ * (event-driven, spec D.2 without the 1 s trigger tick), runs an idle cycle every `listWatchPeriod` for the
+ * time-based rules, and publishes immutable snapshots with change notifications. Every output (kubelet stream,
+ * device-info ConfigMap, Events, labels, metrics, `/status`) is a projection of the same snapshot.
  *
- * Inputs: fault-event batches, operator release, the pod-used set, a new policy, the live ManuallySeparateNPU value.
- * Inputs given while listeners run (a listener calling back into the store) are queued and applied right after,
- * in order, so every listener sees every snapshot in sequence.
+ * Inputs: fault-event batches ({@link NodeStateStore.applyEvents}), the G.3 start-up restore
+ * ({@link NodeStateStore.restore}), operator releases ({@link NodeStateStore.release}), what the ConfigMap holds
+ * ({@link NodeStateStore.confirmWritten}), the pod-used set, a new policy, the reset layer's overrides, re-sync
+ * requests. Inputs given while listeners run (a listener calling back into the store) are queued and applied right
+ * after, in order, so every listener sees every snapshot in sequence.
+ *
+ * Outputs: {@link NodeStateStore.snapshot} and {@link NodeStateStore.onChange}; the fault events as applied, with
+ * their K.1 level ({@link NodeStateStore.onFaultEvents}); the durable state ({@link NodeStateStore.exportDurableState},
+ * {@link NodeStateStore.onDurableChange}); re-sync requests to the health layer ({@link NodeStateStore.attachResync}).
  */
+import { isNetworkCode, LINK_DOWN_CODE, parseHexCode, type FaultCode } from '../faults/codes.js';
 import type { FaultEngine } from '../faults/engine.js';
-import type { ChipView, CycleResult, FaultEvent, Transition } from '../faults/engine-types.js';
+import type { Assertion, ChipView, CycleResult, FaultEvent, Health, Transition } from '../faults/engine-types.js';
+import { mostSevere, type FaultLevel } from '../faults/levels.js';
 import type { FaultPolicy } from '../faults/policy.js';
+import { exportEngineState, type EngineStateJson } from '../faults/state-io.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import type { NodeFacts } from '../core/chips.js';
+import type { NodeFacts, RunMode } from '../core/chips.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
+import { restoreEngine, type DurableState, type RestoreResult, type StartupValues } from './restore.js';
 
 /** DCMI addressing and placement of one chip. */
 export interface StoreChip {
@@ -25,7 +36,10 @@ export interface StoreChip {
   readonly numaNode?: number;
 }
 
-/** One chip in a snapshot: the engine's published view plus its address. Frozen. */
+/**
+ * One chip in a snapshot: the engine's published view with the reset layer's filter applied (`health`,
+ * `networkHealth`, hot-reset §3.10), its address, and what the outputs derive from the engine. Frozen.
+ */
 export interface ChipState extends Readonly<Omit<ChipView, 'faultCodes' | 'networkFaultCodes' | 'reasons'>> {
   readonly cardId: number;
   readonly deviceId: number;
@@ -33,6 +47,19 @@ export interface ChipState extends Readonly<Omit<ChipView, 'faultCodes' | 'netwo
   readonly faultCodes: readonly string[];
   readonly networkFaultCodes: readonly string[];
   readonly reasons: ChipView['reasons'];
+  /**
+   * Per entry of `faultCodes`, the level the device-info fault map shows (spec H.3): the code's own level
+   * (`GetFaultType([code])`) raised by the chip's frequency/duration/reason level (`chipRaisedLevel`).
+   */
+  readonly faultCodeLevels: readonly FaultLevel[];
+  /** The same per entry of `networkFaultCodes` (network table, `networkRaisedLevel`). */
+  readonly networkFaultCodeLevels: readonly FaultLevel[];
+  /** The fault engine's own chip health, before the reset layer's filter (what the reset engines decide on). */
+  readonly faultHealth: Health;
+  /** The fault engine's own network health, before the reset layer's filter. */
+  readonly faultNetworkHealth: Health;
+  /** An offline reset is rebooting the chip (spec H.3 `-Recovering`): reported Unhealthy meanwhile. */
+  readonly recovering: boolean;
 }
 
 /** An immutable snapshot of the node. */
@@ -49,7 +76,7 @@ export interface NodeState {
 }
 
 /** What caused a cycle. */
-export type ChangeCause = 'events' | 'tick' | 'release' | 'pod-used' | 'policy' | 'manual-reconcile' | 'input';
+export type ChangeCause = 'events' | 'tick' | 'release' | 'pod-used' | 'policy' | 'restore' | 'input';
 
 /** What a published snapshot changed. */
 export interface StateChange {
@@ -65,6 +92,30 @@ export interface StateChange {
 
 export type StateListener = (state: NodeState, change: StateChange) => void;
 
+/** A fault event as the store applied it, for the K.1 Event (spec K.1). */
+export interface AppliedFaultEvent {
+  readonly logicId: number;
+  readonly cardId: number;
+  readonly deviceId: number;
+  /** The code in the engine's spelling (upper-case hex text, or the configuration's own). */
+  readonly code: string;
+  readonly assertion: Assertion;
+  /** The code's own level (GetFaultTypeByCode; network variant for parameter-plane and link-down codes). */
+  readonly level: FaultLevel;
+  /** Clock time of the cycle that applied it (ms). */
+  readonly time: number;
+}
+
+/**
+ * Where the store sends re-sync requests: the health layer, which re-reads the chips from DCMI (spec D.4/D.5) and
+ * feeds what it read back through {@link NodeStateStore.applyEvents}.
+ */
+export interface ResyncPort {
+  markResync(logicIds: readonly number[], why?: string): void;
+  /** Resolves when the re-sync reads requested so far have been applied to the store. */
+  applied(): Promise<void>;
+}
+
 export interface NodeStateStoreOptions {
   /** Constructed (and restored, G.3) by the composition root; the store is its only user from then on. */
   readonly engine: FaultEngine;
@@ -73,24 +124,49 @@ export interface NodeStateStoreOptions {
   readonly clock: Clock;
   /** Period of the idle cycle (time-based rules), ms: `-listWatchPeriod` × 1000. */
   readonly listWatchPeriodMs: number;
+  /** Run mode of the node (names in ManuallySeparateNPU, G.3); default `Ascend910`. */
+  readonly runMode?: RunMode;
+  /** The state the previous run left (the state file), read by {@link NodeStateStore.restore}. */
+  readonly loadDurable?: () => DurableState | undefined;
   readonly logger?: Logger;
 }
 
-type Op = { cause: ChangeCause; events?: readonly FaultEvent[]; input?: () => Transition[] };
+type Op = { cause: ChangeCause; events?: readonly FaultEvent[]; input?: () => Transition[]; all?: boolean };
 
-function freezeChip(view: ChipView, chip: StoreChip): ChipState {
+/** What a chip state adds to the engine's view (see {@link ChipState}). */
+interface Derived {
+  readonly faultCodeLevels: readonly FaultLevel[];
+  readonly networkFaultCodeLevels: readonly FaultLevel[];
+  readonly recovering: boolean;
+}
+
+function freezeChip(view: ChipView, raw: ChipView, derived: Derived, chip: StoreChip): ChipState {
   const state: ChipState = {
     ...view,
     faultCodes: Object.freeze([...view.faultCodes]),
     networkFaultCodes: Object.freeze([...view.networkFaultCodes]),
     faultTimes: Object.freeze({ ...view.faultTimes }),
     reasons: Object.freeze(view.reasons.map((r) => Object.freeze({ ...r }))) as ChipView['reasons'],
+    faultCodeLevels: Object.freeze([...derived.faultCodeLevels]),
+    networkFaultCodeLevels: Object.freeze([...derived.networkFaultCodeLevels]),
+    faultHealth: raw.health,
+    faultNetworkHealth: raw.networkHealth,
+    recovering: derived.recovering,
     cardId: chip.cardId,
     deviceId: chip.deviceId,
     ...(chip.numaNode !== undefined ? { numaNode: chip.numaNode } : {}),
   };
   return Object.freeze(state);
 }
+
+function sameLevels(a: readonly FaultLevel[], b: readonly FaultLevel[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Codes parsed from their text, kept at most this many (the codes in use on a node are few). */
+const MAX_PARSED_CODES = 4096;
 
 /**
  * True when `a` and `b` would give the same `JSON.stringify` text (plain data: primitives, arrays, objects; key
@@ -127,11 +203,17 @@ export function sameJson(a: unknown, b: unknown): boolean {
 }
 
 /** True when the view has the same content as the chip state made from an earlier view (its frozen copy). */
-function sameView(view: ChipView, state: ChipState): boolean {
+function sameView(view: ChipView, raw: ChipView, derived: Derived, state: ChipState): boolean {
   for (const key of Object.keys(view) as (keyof ChipView)[]) {
     if (!sameJson(view[key], state[key])) return false;
   }
-  return true;
+  return (
+    raw.health === state.faultHealth &&
+    raw.networkHealth === state.faultNetworkHealth &&
+    derived.recovering === state.recovering &&
+    sameLevels(derived.faultCodeLevels, state.faultCodeLevels) &&
+    sameLevels(derived.networkFaultCodeLevels, state.networkFaultCodeLevels)
+  );
 }
 
 /** The one store. */
@@ -141,16 +223,25 @@ export class NodeStateStore {
   readonly #byLogic = new Map<number, StoreChip>();
   readonly #clock: Clock;
   readonly #period: number;
+  readonly #runMode: RunMode;
+  readonly #loadDurable: NodeStateStoreOptions['loadDurable'];
   readonly #log: Logger;
   readonly #listeners = new Set<StateListener>();
+  readonly #eventListeners = new Set<(events: readonly AppliedFaultEvent[]) => void>();
+  readonly #durableListeners = new Set<() => void>();
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
   readonly #chipStates = new Map<number, ChipState>();
+  readonly #parsed = new Map<string, FaultCode | null>();
   /** §3.10 health filter of the reset layer (hot-reset.md): chips reported Healthy / NetworkHealthy meanwhile. */
   #resetHealthy: ReadonlySet<number> = new Set();
   #resetNetworkHealthy: ReadonlySet<number> = new Set();
   #resetRecovering: ReadonlySet<number> = new Set();
-  #overridesChanged = false;
+  /** The `ManuallySeparateNPU` value the device-info ConfigMap holds by our last write; undefined: not known. */
+  #confirmedManual: string | undefined;
+  #resync: ResyncPort | undefined;
+  /** Re-sync requests made while no health layer was attached (the start-up restore's). */
+  readonly #pendingResync = new Set<number>();
   #state: NodeState;
   #queue: Op[] = [];
   #busy = false;
@@ -163,8 +254,10 @@ export class NodeStateStore {
     for (const c of this.#chips) this.#byLogic.set(c.logicId, c);
     this.#clock = options.clock;
     this.#period = options.listWatchPeriodMs;
+    this.#runMode = options.runMode ?? 'Ascend910';
+    this.#loadDurable = options.loadDurable;
     this.#log = options.logger ?? NOOP_LOGGER;
-    this.#refreshChips();
+    this.#refreshChips(true);
     this.#state = Object.freeze({
       seq: 0,
       time: this.#clock.now(),
@@ -172,14 +265,6 @@ export class NodeStateStore {
       chips: Object.freeze(this.#chips.map((c) => this.#chipStates.get(c.logicId)!)),
       manualSeparation: this.#engine.manualSeparationValue(),
     });
-  }
-
-  /**
-   * The engine, for the start-up restore (G.3) and read-only projections (ConfigMap view). Change it only through
-   * the store's inputs once {@link start} has been called, or the snapshot will lag.
-   */
-  get engine(): FaultEngine {
-    return this.#engine;
   }
 
   /** The current snapshot; never mutated. */
@@ -196,6 +281,25 @@ export class NodeStateStore {
   onChange(listener: StateListener): () => void {
     this.#listeners.add(listener);
     return () => void this.#listeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` after every cycle that applied fault events (whether the snapshot changed or not: spec K.1 has
+   * an Event per fault event), after the snapshot listeners; returns the unsubscribe function.
+   */
+  onFaultEvents(listener: (events: readonly AppliedFaultEvent[]) => void): () => void {
+    this.#eventListeners.add(listener);
+    return () => void this.#eventListeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` when the durable state may have changed: after the snapshot listeners of every new snapshot
+   * (still in the same turn of the event loop, so a save it makes is on disk before any output of the cycle leaves
+   * the process: the outputs send asynchronously), and after {@link confirmWritten}. Returns the unsubscribe function.
+   */
+  onDurableChange(listener: () => void): () => void {
+    this.#durableListeners.add(listener);
+    return () => void this.#durableListeners.delete(listener);
   }
 
   /** Starts the idle cycle every `listWatchPeriod` and runs one now (so the first snapshot is current). */
@@ -223,9 +327,50 @@ export class NodeStateStore {
     this.#submit({ cause: 'tick' });
   }
 
-  /** The operator deleted the chip's name from ManuallySeparateNPU (spec G.2). */
+  /**
+   * Spec G.3: restores the engine from the state the previous run left (`loadDurable`) and the live device-info
+   * values, then publishes one cycle; every chip is re-synced with DCMI (through the health layer). Called once at
+   * start before the outputs run, or by the publisher at its first successful read when the start-up read failed.
+   * Its problems are logged here. Not from inside a listener (the result is needed at once).
+   */
+  restore(live: StartupValues): RestoreResult {
+    const r = restoreEngine(this.#engine, {
+      persisted: this.#loadDurable?.(),
+      live,
+      now: this.#clock.now(),
+      runMode: this.#runMode,
+    });
+    for (const p of r.problems) this.#log.warn({ problem: p }, 'engine restore');
+    this.#log.info(
+      { source: r.source, releasedWhileDown: r.releasedWhileDown, separated: this.#engine.manualSeparationValue() },
+      'engine state restored',
+    );
+    // The import replaces the engine's chips: every chip state is rebuilt. Its transitions are not published (a
+    // start-up load reports through the ConfigMap, not through transition Events).
+    this.#submit({ cause: 'restore', all: true });
+    this.requestResync(r.resync);
+    return r;
+  }
+
+  /** The operator deleted the chip's name from ManuallySeparateNPU (spec G.2); published in one cycle at once. */
   release(logicId: number): void {
     this.#submit({ cause: 'release', input: () => this.#engine.release(logicId) });
+  }
+
+  /**
+   * The device-info ConfigMap holds `value` by a successful write (or the start-up read): the engine's "written
+   * once" mark for these separated chips (G.2 `firstHandle`, `FaultEngine.markManualWritten`), so its durable state
+   * says what the ConfigMap holds; `value` is what {@link confirmedManual} returns from now on. No cycle.
+   */
+  confirmWritten(logicIds: readonly number[], value: string): void {
+    this.#confirmedManual = value;
+    if (logicIds.length > 0) this.#engine.markManualWritten(logicIds);
+    this.#notifyDurable();
+  }
+
+  /** The `ManuallySeparateNPU` value of the last successful device-info write; undefined when not known yet. */
+  confirmedManual(): string | undefined {
+    return this.#confirmedManual;
   }
 
   /** Chips used by an active pod (spec D.2 step 5 / D.7 PreSeparateNPU rule), by logic id. */
@@ -241,19 +386,7 @@ export class NodeStateStore {
 
   /** A new fault policy from the FaultConfig source (spec F.8 / G.6). */
   setPolicy(policy: FaultPolicy, options: { resetHistory?: boolean } = {}): void {
-    this.#submit({ cause: 'policy', input: () => this.#engine.setPolicy(policy, options) });
-  }
-
-  /** Diff against the live ManuallySeparateNPU value (spec G.2); problems are logged. */
-  reconcileManualSeparation(liveValue: string): void {
-    this.#submit({
-      cause: 'manual-reconcile',
-      input: () => {
-        const r = this.#engine.reconcileManualSeparation(liveValue);
-        for (const p of r.problems) this.#log.warn({ problem: p }, 'ManuallySeparateNPU value');
-        return r.transitions;
-      },
-    });
+    this.#submit({ cause: 'policy', all: true, input: () => this.#engine.setPolicy(policy, options) });
   }
 
   /**
@@ -268,17 +401,17 @@ export class NodeStateStore {
   ): void {
     this.#submit({
       cause: 'input',
+      all: true,
       input: () => {
         this.#resetHealthy = new Set(healthy);
         this.#resetNetworkHealthy = new Set(networkHealthy);
         this.#resetRecovering = new Set(recovering);
-        this.#overridesChanged = true;
         return [];
       },
     });
   }
 
-  /** The current reset overrides (for metrics and status). */
+  /** The current reset overrides. */
   resetOverrides(): {
     healthy: ReadonlySet<number>;
     networkHealthy: ReadonlySet<number>;
@@ -291,9 +424,43 @@ export class NodeStateStore {
     };
   }
 
-  /** Engine views with the reset overrides applied (the device-info ConfigMap's view). */
-  withResetOverrides(views: readonly ChipView[]): ChipView[] {
-    return views.map((v) => this.#overridden(v));
+  /**
+   * The health layer reads re-sync requests from here (spec D.4/D.5): the engine's (a reset finished, the G.3
+   * restore) and the reset layer's ({@link requestResync}). Requests made before it attached are handed over now.
+   * Returns the detach function.
+   */
+  attachResync(port: ResyncPort): () => void {
+    this.#resync = port;
+    if (this.#pendingResync.size > 0) {
+      const ids = [...this.#pendingResync];
+      this.#pendingResync.clear();
+      port.markResync(ids);
+    }
+    return () => {
+      if (this.#resync === port) this.#resync = undefined;
+    };
+  }
+
+  /** Asks the health layer to re-read these chips from DCMI (D.5). */
+  requestResync(logicIds: readonly number[], why?: string): void {
+    if (logicIds.length === 0) return;
+    if (this.#resync) this.#resync.markResync(logicIds, why);
+    else for (const id of logicIds) this.#pendingResync.add(id);
+  }
+
+  /** Resolves when the re-sync reads requested so far have been applied to the store (at once without a health layer). */
+  resyncApplied(): Promise<void> {
+    return this.#resync?.applied() ?? Promise.resolve();
+  }
+
+  /** Increases with every change of escalation state (what persistence saves at once). */
+  get durableRevision(): number {
+    return this.#engine.durableRevision;
+  }
+
+  /** The engine's exportable state, for the state file (docs/fault-engine.md "Limits and durability"). */
+  exportDurableState(): EngineStateJson {
+    return exportEngineState(this.#engine);
   }
 
   #overridden(v: ChipView): ChipView {
@@ -305,11 +472,6 @@ export class NodeStateStore {
     const n = this.#resetNetworkHealthy.has(v.logicId) && v.networkHealth !== 'Healthy';
     if (!h && !n) return v;
     return { ...v, ...(h ? { health: 'Healthy' as const } : {}), ...(n ? { networkHealth: 'Healthy' as const } : {}) };
-  }
-
-  /** Any other engine input (e.g. the start-up restore done after `start`); a cycle follows at once. */
-  applyInput(fn: (engine: FaultEngine) => Transition[]): void {
-    this.#submit({ cause: 'input', input: () => fn(this.#engine) });
   }
 
   #schedule(): void {
@@ -342,13 +504,25 @@ export class NodeStateStore {
   #run(op: Op): void {
     const now = this.#clock.now();
     const before = op.input ? op.input() : [];
-    const result: CycleResult = this.#engine.cycle({ now, events: op.events ?? [] });
+    const events = op.events ?? [];
+    const result: CycleResult = this.#engine.cycle({ now, events });
     const transitions = [...before, ...result.transitions];
-    const changed = this.#refreshChips();
+    const changed = this.#refreshChips(op.all === true);
     const manualSeparation = this.#engine.manualSeparationValue();
-    if (changed.length === 0 && transitions.length === 0 && manualSeparation === this.#state.manualSeparation) {
-      return;
+    if (changed.length > 0 || transitions.length > 0 || manualSeparation !== this.#state.manualSeparation) {
+      this.#publish(op, now, transitions, changed, result.resync, manualSeparation);
     }
+    if (events.length > 0 && this.#eventListeners.size > 0) this.#tellEvents(events, now);
+  }
+
+  #publish(
+    op: Op,
+    now: number,
+    transitions: readonly Transition[],
+    changed: readonly number[],
+    resync: readonly number[],
+    manualSeparation: string,
+  ): void {
     this.#state = Object.freeze({
       seq: this.#state.seq + 1,
       time: now,
@@ -360,7 +534,7 @@ export class NodeStateStore {
       cause: op.cause,
       transitions: Object.freeze(transitions),
       changed: Object.freeze(changed),
-      resync: Object.freeze([...result.resync]),
+      resync: Object.freeze([...resync]),
       events: op.events?.length ?? 0,
     });
     for (const l of [...this.#listeners]) {
@@ -370,21 +544,87 @@ export class NodeStateStore {
         this.#log.error({ err }, 'state listener threw');
       }
     }
+    this.requestResync(change.resync);
+    this.#notifyDurable();
   }
 
-  /** Rebuilds the frozen chip states whose engine view changed; returns the logic ids that differ. */
-  #refreshChips(): number[] {
+  #notifyDurable(): void {
+    for (const l of [...this.#durableListeners]) {
+      try {
+        l();
+      } catch (err) {
+        this.#log.error({ err }, 'durable-state listener threw');
+      }
+    }
+  }
+
+  /** The K.1 view of the events of one cycle: the engine's spelling and the code-only level (the Event's action). */
+  #tellEvents(events: readonly FaultEvent[], now: number): void {
+    const applied: AppliedFaultEvent[] = [];
+    for (const ev of events) {
+      const chip = this.#byLogic.get(ev.logicId);
+      if (!chip) continue;
+      const network = isNetworkCode(ev.code) || ev.code === LINK_DOWN_CODE;
+      applied.push({
+        logicId: ev.logicId,
+        cardId: chip.cardId,
+        deviceId: chip.deviceId,
+        code: this.#engine.formatCode(ev.code),
+        assertion: ev.assertion,
+        level: network ? this.#engine.networkCodeLevel([ev.code]) : this.#engine.codeLevel([ev.code]),
+        time: now,
+      });
+    }
+    for (const l of [...this.#eventListeners]) {
+      try {
+        l(applied);
+      } catch (err) {
+        this.#log.error({ err }, 'fault-event listener threw');
+      }
+    }
+  }
+
+  /** The code of a text of a view (the engine writes each code's spelling), cached. */
+  #codeOf(text: string): FaultCode | null {
+    let c = this.#parsed.get(text);
+    if (c === undefined) {
+      const p = parseHexCode(text);
+      c = p.ok ? p.value : null;
+      if (this.#parsed.size >= MAX_PARSED_CODES) this.#parsed.clear();
+      this.#parsed.set(text, c);
+    }
+    return c;
+  }
+
+  /** Spec H.3 per-code levels: `GetFaultType([code])` raised by the scope's frequency/duration/reason level. */
+  #derived(raw: ChipView): Derived {
+    const level = (text: string, network: boolean, raised: FaultLevel): FaultLevel => {
+      const c = this.#codeOf(text);
+      if (c === null) return raised;
+      return mostSevere([network ? this.#engine.networkCodeLevel([c]) : this.#engine.codeLevel([c]), raised]);
+    };
+    return {
+      faultCodeLevels: raw.faultCodes.map((t) => level(t, false, raw.chipRaisedLevel)),
+      networkFaultCodeLevels: raw.networkFaultCodes.map((t) => level(t, true, raw.networkRaisedLevel)),
+      recovering: this.#resetRecovering.has(raw.logicId),
+    };
+  }
+
+  /** Rebuilds the frozen chip states whose engine view changed (`all`: every chip); returns the ids that differ. */
+  #refreshChips(all: boolean): number[] {
     const changed: number[] = [];
-    const all = this.#overridesChanged;
-    this.#overridesChanged = false;
     for (const c of this.#chips) {
       const raw = this.#engine.chipView(c.logicId);
-      if (!raw || (!all && this.#seenViews.get(c.logicId) === raw)) continue;
+      if (!raw) continue;
+      // The same engine view object: the same content, per-code levels included (the engine rebuilds the view of
+      // every chip whose levels can change: its own events, a severity another chip's event changed, E.4, a policy).
+      if (!all && this.#seenViews.get(c.logicId) === raw) continue;
       this.#seenViews.set(c.logicId, raw);
       const view = this.#overridden(raw);
+      const derived = this.#derived(raw);
       const published = this.#chipStates.get(c.logicId);
-      if (published !== undefined && sameView(view, published)) continue;
-      this.#chipStates.set(c.logicId, freezeChip(view, c));
+      if (published !== undefined && sameView(view, raw, derived, published)) continue;
+      this.#chipStates.set(c.logicId, freezeChip(view, raw, derived, c));
       changed.push(c.logicId);
     }
     return changed;

@@ -1,6 +1,7 @@
 /** Bounded Event text (issue 12 item 4: a 1 MB value gave an Event the API server refused with 413). */
 import { describe, expect, test } from '@jest/globals';
-import { boundedText, MAX_EVENT_MESSAGE_BYTES, rejectedInputEvent } from '../../src/kube/agent-events.js';
+import { MAX_EVENT_MESSAGE_BYTES, rejectedInputEvent } from '../../src/kube/agent-events.js';
+import { boundedText } from '../../src/core/text.js';
 
 describe('bounded Event messages', () => {
   test('a short text is kept as it is', () => {

@@ -1,14 +1,13 @@
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { exportEngineState, FaultEngine } from '../../src/faults/index.js';
-import { restoreEngine } from '../../src/kube/engine-startup.js';
 import { ENGINE_STATE_FORMAT, type PersistedState } from '../../src/kube/engine-state-persistence.js';
-import { DeviceInfoPublisher, engineSeparationHost, readStartupValues } from '../../src/kube/device-info-publisher.js';
+import { DeviceInfoPublisher, readStartupValues, storeSeparationHost } from '../../src/kube/device-info-publisher.js';
 import { verifyDeviceInfoCfg } from '../../src/kube/device-info.js';
-import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
+import { deviceInfoViewOf } from '../../src/kube/device-info-view.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { shippedPolicy } from '../faults/helpers.js';
-import { CM, HBM, KubeHarness, NODE, SEP, T0, tick, until } from './harness.js';
+import { CM, HBM, KubeHarness, NODE, SEP, T0, tick, until, VIEW } from './harness.js';
 
 const hbm = (logicId: number, timeMs: number) => ({
   logicId,
@@ -232,14 +231,9 @@ describe('H.4 the content is built when a write can be due, not per change', () 
       runMode: 'Ascend910',
       view: (now) => {
         views++;
-        return deviceInfoViewOf(
-          h.engine.snapshot(),
-          h.engine,
-          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
-          now,
-        );
+        return deviceInfoViewOf(h.store.snapshot().chips, VIEW, now);
       },
-      separation: engineSeparationHost(h.engine, 'Ascend910', () => h.cycle()),
+      separation: storeSeparationHost(h.store, 'Ascend910'),
       events: h.events,
       confirmedManual: '',
       clock: h.clock,
@@ -310,7 +304,7 @@ describe('G.3 start-up load', () => {
       body: { metadata: { name: CM }, data: { ManuallySeparateNPU: 'Ascend910-2', UpgradeFaultReason: '{}' } },
     });
     const live = await readStartupValues(h.core, NODE);
-    const r = restoreEngine(h.engine, { persisted: undefined, live: live!, now: h.clock.now(), runMode: 'Ascend910' });
+    const r = h.store.restore(live!);
     h.makePublisher({ confirmedManual: r.confirmedManual });
     await h.publisher.start();
     await h.settle();
@@ -424,14 +418,8 @@ describe('bad input: operator values up to the 1 MiB ConfigMap limit (issue 12 i
       watch: api.kubeConfig(),
       nodeName: NODE,
       runMode: 'Ascend910',
-      view: (now) =>
-        deviceInfoViewOf(
-          h.engine.snapshot(),
-          h.engine,
-          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
-          now,
-        ),
-      separation: engineSeparationHost(h.engine, 'Ascend910', () => h.cycle()),
+      view: (now) => deviceInfoViewOf(h.store.snapshot().chips, VIEW, now),
+      separation: storeSeparationHost(h.store, 'Ascend910'),
       events: h.events,
       confirmedManual: '',
       clock: h.clock,
@@ -564,16 +552,13 @@ describe('G.3 late start-up load takes exactly what the restore confirmed (issue
       watch: api.kubeConfig(),
       nodeName: NODE,
       runMode: 'Ascend910',
-      view: (now) =>
-        deviceInfoViewOf(
-          h.engine.snapshot(),
-          h.engine,
-          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
-          now,
-        ),
-      separation: engineSeparationHost(h.engine, 'Ascend910', () => h.cycle()),
+      view: (now) => deviceInfoViewOf(h.store.snapshot().chips, VIEW, now),
+      separation: storeSeparationHost(h.store, 'Ascend910'),
       events: h.events,
-      lateStartup: (v) => restoreEngine(h.engine, { persisted, live: v, now: h.clock.now(), runMode: 'Ascend910' }),
+      lateStartup: (v) => {
+        h.persisted = persisted;
+        return h.store.restore(v);
+      },
       clock: h.clock,
       backoff: { initialMs: 500, maxMs: 4000, jitter: 0 },
       random: () => 0.5,

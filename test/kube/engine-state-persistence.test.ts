@@ -8,7 +8,13 @@ import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FaultEngine, MAX_CONFIG_BYTES, importEngineState, parsePolicy } from '../../src/faults/index.js';
+import {
+  exportEngineState,
+  FaultEngine,
+  MAX_CONFIG_BYTES,
+  importEngineState,
+  parsePolicy,
+} from '../../src/faults/index.js';
 import {
   EngineStatePersistence,
   MAX_STATE_BYTES,
@@ -17,6 +23,7 @@ import {
   SAVE_MIN_INTERVAL_MS,
   SaveScheduler,
   reduceState,
+  type DurableSource,
 } from '../../src/kube/engine-state-persistence.js';
 import type { Logger } from '../../src/core/logger.js';
 import { Harness, shippedPolicy } from '../faults/helpers.js';
@@ -66,6 +73,16 @@ function captureLog(): { log: Logger; errors: string[] } {
 }
 
 /** Chip 2 separated by FaultFrequency, chip 3 one occurrence short of it, chip 1 with a plain fault. */
+/** The engine as a durable source (the agent gives the state store, which owns its engine). */
+function durable(engine: FaultEngine): DurableSource {
+  return {
+    get durableRevision() {
+      return engine.durableRevision;
+    },
+    exportDurableState: () => exportEngineState(engine),
+  };
+}
+
 function busy(): Harness {
   const h = new Harness(shippedPolicy());
   h.occur(0, 1, SEP);
@@ -160,10 +177,10 @@ describe('issue 12 item 8: what is saved at once', () => {
     const clock = new FakeClock();
     const h = new Harness(shippedPolicy());
     const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     await clock.advance(SAVE_MIN_INTERVAL_MS);
     h.occur(0, 3, FREQ);
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     // No await: the file is written (and renamed) in the caller's turn, before any output of the cycle leaves.
     const saved = onDisk()?.engine.chips.find((c) => c.logicId === 3)?.frequency;
     expect(saved?.map((f) => f.times?.length)).toEqual([1]);
@@ -173,7 +190,7 @@ describe('issue 12 item 8: what is saved at once', () => {
     const h = new Harness(shippedPolicy());
     const p = new EngineStatePersistence({ dir, nodeName: NODE });
     h.occur(0, 3, FREQ);
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     await p.flush();
     expect([p.stats.saves, p.stats.syncs >= 1, fs.readdirSync(dir)]).toEqual([1, true, ['engine-state.json']]);
   });
@@ -184,7 +201,7 @@ describe('issue 12 item 8: what is saved at once', () => {
     const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
     for (let i = 0; i < 8; i++) {
       h.occur(i, i, FREQ);
-      p.noteChange(h.engine, () => undefined);
+      p.noteChange(durable(h.engine), () => undefined);
     }
     const atOnce = p.saves;
     await clock.advance(SAVE_MIN_INTERVAL_MS);
@@ -196,11 +213,11 @@ describe('issue 12 item 8: what is saved at once', () => {
     const clock = new FakeClock();
     const h = new Harness(shippedPolicy());
     const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     await until(() => p.saves === 1, 'the first save');
     await clock.advance(SAVE_MIN_INTERVAL_MS);
     h.occur(0, 1, SEP);
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     await settle();
     const early = p.saves;
     await clock.advance(SAVE_DEBOUNCE_MS);
@@ -212,10 +229,10 @@ describe('issue 12 item 8: what is saved at once', () => {
     const clock = new FakeClock();
     const h = new Harness(shippedPolicy());
     const p = new EngineStatePersistence({ dir, nodeName: NODE, clock });
-    p.noteChange(h.engine, () => '');
+    p.noteChange(durable(h.engine), () => '');
     await until(() => p.saves === 1, 'the first save');
     await clock.advance(SAVE_MIN_INTERVAL_MS);
-    p.noteChange(h.engine, () => 'Ascend910-2');
+    p.noteChange(durable(h.engine), () => 'Ascend910-2');
     await until(() => p.saves === 2, 'the save of the confirmed value');
     expect(onDisk()?.confirmedManual).toBe('Ascend910-2');
   });
@@ -227,11 +244,11 @@ describe('issue 12 item 8: what is saved at once', () => {
     const { log } = captureLog();
     const h = new Harness(shippedPolicy());
     const p = new EngineStatePersistence({ dir: notADir, nodeName: NODE, clock, logger: log });
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     await until(() => p.stats.failures === 1, 'the failed save');
     await clock.advance(SAVE_MIN_INTERVAL_MS);
     h.occur(0, 3, FREQ);
-    p.noteChange(h.engine, () => undefined);
+    p.noteChange(durable(h.engine), () => undefined);
     await settle();
     const early = p.stats.failures;
     await clock.advance(SAVE_DEBOUNCE_MS);
@@ -244,9 +261,9 @@ describe("the previous run's state", () => {
   test('G.3 load() after this process has saved still returns the state the previous run left', async () => {
     const first = busy();
     const before = new EngineStatePersistence({ dir, nodeName: NODE });
-    await before.save(before.capture(first.engine, 'Ascend910-2'));
+    await before.save(before.capture(durable(first.engine), 'Ascend910-2'));
     const p = new EngineStatePersistence({ dir, nodeName: NODE });
-    await p.save(p.capture(new Harness(shippedPolicy()).engine, '')); // a fresh engine saves before the restore
+    await p.save(p.capture(durable(new Harness(shippedPolicy()).engine), '')); // a fresh engine saves before the restore
     expect([p.load()?.confirmedManual, onDisk()?.confirmedManual]).toEqual(['Ascend910-2', '']);
   });
 
@@ -255,7 +272,7 @@ describe("the previous run's state", () => {
     const events = new EventList();
     const { log } = captureLog();
     const p = new EngineStatePersistence({ dir, nodeName: NODE, now: () => 42, events, logger: log });
-    await p.save(p.capture(new Harness(shippedPolicy()).engine, ''));
+    await p.save(p.capture(durable(new Harness(shippedPolicy()).engine), ''));
     expect([p.load(), fs.readdirSync(dir).sort(), events.reasons()]).toEqual([
       undefined,
       ['engine-state.json', 'engine-state.json.corrupt-42'],
@@ -272,13 +289,13 @@ describe('issue 12 item 5: state limit', () => {
       5000,
       Array.from({ length: 8 * 300 }, (_, i) => ({ logicId: i % 8, code: 0x12340000 + Math.floor(i / 8) })),
     );
-    const state = new EngineStatePersistence({ dir, nodeName: NODE }).capture(h.engine, 'Ascend910-2');
+    const state = new EngineStatePersistence({ dir, nodeName: NODE }).capture(durable(h.engine), 'Ascend910-2');
     const full = JSON.stringify(state).length;
     const limit = JSON.stringify(reduceState(state, 2)).length + 500;
     const events = new EventList();
     const { log, errors } = captureLog();
     const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit, events, logger: log });
-    await p.save(p.capture(h.engine, 'Ascend910-2'));
+    await p.save(p.capture(durable(h.engine), 'Ascend910-2'));
     const loaded = onDisk();
     const fresh = new Harness(shippedPolicy());
     const r = importEngineState(fresh.engine, loaded?.engine);
@@ -297,9 +314,9 @@ describe('issue 12 item 5: state limit', () => {
   test('a state that does not fit even reduced is not written, and the previous file stays', async () => {
     const h = busy();
     const first = new EngineStatePersistence({ dir, nodeName: NODE });
-    const limit = JSON.stringify(first.capture(h.engine, undefined)).length + 2000;
+    const limit = JSON.stringify(first.capture(durable(h.engine), undefined)).length + 2000;
     const good = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit });
-    await good.save(good.capture(h.engine, undefined));
+    await good.save(good.capture(durable(h.engine), undefined));
     const before = fs.readFileSync(good.file, 'utf8');
     // Every shipped FaultFrequency code on every chip: escalation state alone is over the limit now.
     const codes = [...shippedPolicy().customization.frequency.keys()];
@@ -309,7 +326,7 @@ describe('issue 12 item 5: state limit', () => {
     );
     const { log } = captureLog();
     const p = new EngineStatePersistence({ dir, nodeName: NODE, maxBytes: limit, logger: log });
-    await p.save(p.capture(h.engine, undefined));
+    await p.save(p.capture(durable(h.engine), undefined));
     expect([before.length < limit, p.stats.oversize, fs.readFileSync(good.file, 'utf8') === before]).toEqual([
       true,
       1,
@@ -371,7 +388,7 @@ describe('issue 12 item 5: state limit', () => {
     }));
     engine.cycle({ now: T, events });
     const p = new EngineStatePersistence({ dir, nodeName: NODE });
-    await p.save(p.capture(engine, undefined));
+    await p.save(p.capture(durable(engine), undefined));
     const size = fs.statSync(p.file).size;
     const loaded = onDisk();
     const again = new FaultEngine(parsed.policy!, {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { FaultEngine } from '../../src/faults/index.js';
 import { readStartupValues } from '../../src/kube/device-info-publisher.js';
-import { restoreEngine } from '../../src/kube/engine-startup.js';
+import { restoreEngine } from '../../src/state/restore.js';
 import { EngineStatePersistence } from '../../src/kube/engine-state-persistence.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
 import { shippedPolicy } from '../faults/helpers.js';
@@ -40,18 +40,18 @@ async function firstLife(): Promise<{ persistence: EngineStatePersistence; h: Ku
   ]);
   await h.advance(1000);
   const persistence = new EngineStatePersistence({ dir, nodeName: NODE, now: () => h.clock.now() });
-  await persistence.save(persistence.capture(h.engine, h.publisher.confirmedManualSeparation()));
+  await persistence.save(persistence.capture(h.store, h.publisher.confirmedManualSeparation()));
   h.publisher.stop();
   return { persistence, h };
 }
 
-/** Second life: a new engine and publisher restored from the state file and the live ConfigMap. */
+/** Second life: a new store and publisher restored from the state file and the live ConfigMap. */
 async function secondLife(first: KubeHarness): Promise<{ h: KubeHarness; source: string; released: number[] }> {
   const h = new KubeHarness(api, { engine: newEngine() });
   h.clock.advance(first.clock.now() + 10_000 - h.clock.now());
-  const persisted = new EngineStatePersistence({ dir, nodeName: NODE }).load();
+  h.persisted = new EngineStatePersistence({ dir, nodeName: NODE }).load();
   const live = await readStartupValues(h.core, NODE);
-  const r = restoreEngine(h.engine, { persisted, live: live!, now: h.clock.now(), runMode: 'Ascend910' });
+  const r = h.store.restore(live!);
   h.makePublisher({ confirmedManual: r.confirmedManual });
   await h.publisher.start();
   await h.settle();
@@ -133,9 +133,6 @@ describe('state file', () => {
     const engine = newEngine();
     const r = restoreEngine(engine, {
       persisted: {
-        format: 'ascend-npu-agent/engine-state',
-        savedAtMs: 0,
-        nodeName: NODE,
         confirmedManual: null,
         engine: { version: 999 } as never,
       },
@@ -162,7 +159,7 @@ describe('G.2/G.3 bad input typed while the agent was down releases nothing (iss
       await h.advance(1000);
     }
     const persistence = new EngineStatePersistence({ dir, nodeName: NODE, now: () => h.clock.now() });
-    await persistence.save(persistence.capture(h.engine, h.publisher.confirmedManualSeparation()));
+    await persistence.save(persistence.capture(h.store, h.publisher.confirmedManualSeparation()));
     h.publisher.stop();
     return h;
   }

@@ -1,11 +1,13 @@
 /**
- * Test harness of the kube layer: a fake clock, an engine over 8 chips with the shipped policy, the device-info
- * publisher wired to the Kubernetes API stand-in as the composition root would wire it.
+ * Test harness of the kube layer: a fake clock, a state store over an engine of 8 chips with the shipped policy, the
+ * device-info publisher wired to the Kubernetes API stand-in and to the store as the agent's wiring does it.
  */
 import * as k8s from '@kubernetes/client-node';
 import { FaultEngine, type FaultEvent, type Transition } from '../../src/faults/index.js';
-import { DeviceInfoPublisher, engineSeparationHost } from '../../src/kube/device-info-publisher.js';
-import { deviceInfoViewOf } from '../../src/kube/engine-view.js';
+import { DeviceInfoPublisher, storeSeparationHost } from '../../src/kube/device-info-publisher.js';
+import { deviceInfoViewOf } from '../../src/kube/device-info-view.js';
+import type { DurableState } from '../../src/state/restore.js';
+import { NodeStateStore } from '../../src/state/store.js';
 import type { AgentEvent, EventSink } from '../../src/kube/event-recorder.js';
 import type { QueueClock } from '../../src/kube/write-queue.js';
 import type { KubeApiStandIn } from '../../src/sim/kube-api.js';
@@ -31,7 +33,7 @@ export class FakeClock implements QueueClock {
     return this.#now;
   }
 
-  setTimeout(fn: () => void, ms: number): unknown {
+  setTimeout(fn: () => void, ms: number): number {
     const id = ++this.#id;
     this.#timers.set(id, { at: this.#now + Math.max(0, ms), fn });
     return id;
@@ -80,13 +82,24 @@ export async function until(cond: () => boolean, deadlineMs = 15_000): Promise<v
   }
 }
 
-/** The engine + publisher as [E] wires them. */
+/** The store's view options of the harness's node. */
+export const VIEW = {
+  runMode: 'Ascend910',
+  resourceName: 'huawei.com/Ascend910',
+  superPodId: -2,
+  serverIndex: -2,
+} as const;
+
+/** The engine (read by the tests' assertions only), the store over it and the publisher as the agent wires them. */
 export class KubeHarness {
   readonly clock = new FakeClock();
   readonly engine: FaultEngine;
+  readonly store: NodeStateStore;
   readonly events = new EventList();
   readonly transitions: Transition[] = [];
   readonly core: k8s.CoreV1Api;
+  /** What the store's restore reads as the state file (`restore` with a state file). */
+  persisted: DurableState | undefined;
   publisher!: DeviceInfoPublisher;
 
   constructor(
@@ -94,28 +107,35 @@ export class KubeHarness {
     opts: { chips?: number; engine?: FaultEngine } = {},
   ) {
     this.core = api.kubeConfig().makeApiClient(k8s.CoreV1Api);
-    this.engine =
-      opts.engine ??
-      new FaultEngine(shippedPolicy(), {
-        chips: Array.from({ length: opts.chips ?? 8 }, (_, i) => ({ logicId: i, phyId: i })),
-      });
+    const chips = Array.from({ length: opts.chips ?? 8 }, (_, i) => ({ logicId: i, phyId: i }));
+    this.engine = opts.engine ?? new FaultEngine(shippedPolicy(), { chips });
+    this.store = new NodeStateStore({
+      engine: this.engine,
+      chips: this.engine
+        .snapshot()
+        .map((v) => ({ logicId: v.logicId, phyId: v.phyId, cardId: v.logicId, deviceId: 0 })),
+      node: { chipKind: 'Ascend910B', boardId: 0x24 },
+      clock: this.clock,
+      listWatchPeriodMs: 5000,
+      loadDurable: () => this.persisted,
+    });
+    // as the agent's kube wiring: every snapshot's transitions and the change go to the publisher
+    this.store.onChange((_, change) => {
+      this.transitions.push(...change.transitions);
+      this.publisher?.noteTransitions(change.transitions);
+      this.publisher?.changed();
+    });
   }
 
   /** Builds the publisher (not started). */
   makePublisher(o: { confirmedManual?: string; watch?: boolean; api?: k8s.CoreV1Api } = {}): DeviceInfoPublisher {
-    const host = engineSeparationHost(this.engine, 'Ascend910', () => this.cycle());
+    const host = storeSeparationHost(this.store, 'Ascend910');
     this.publisher = new DeviceInfoPublisher({
       api: o.api ?? this.core,
       ...(o.watch === false ? {} : { watch: this.api.kubeConfig() }),
       nodeName: NODE,
       runMode: 'Ascend910',
-      view: (now) =>
-        deviceInfoViewOf(
-          this.engine.snapshot(),
-          this.engine,
-          { runMode: 'Ascend910', resourceName: 'huawei.com/Ascend910', superPodId: -2, serverIndex: -2 },
-          now,
-        ),
+      view: (now) => deviceInfoViewOf(this.store.snapshot().chips, VIEW, now),
       separation: host,
       events: this.events,
       confirmedManual: o.confirmedManual ?? '',
@@ -126,17 +146,16 @@ export class KubeHarness {
     return this.publisher;
   }
 
-  /** One engine cycle at the clock's time, published like [E] would. */
+  /** One store cycle at the clock's time (the events, or an idle cycle); returns the transitions it published. */
   cycle(events: Partial<FaultEvent>[] = []): Transition[] {
     const now = this.clock.now();
-    const r = this.engine.cycle({
-      now,
-      events: events.map((e) => ({ logicId: 0, code: 0, assertion: 'occur' as const, severity: 2, timeMs: now, ...e })),
-    });
-    this.transitions.push(...r.transitions);
-    this.publisher?.noteTransitions(r.transitions);
-    this.publisher?.changed();
-    return r.transitions;
+    const seen = this.transitions.length;
+    if (events.length === 0) this.store.tick();
+    else
+      this.store.applyEvents(
+        events.map((e) => ({ logicId: 0, code: 0, assertion: 'occur' as const, severity: 2, timeMs: now, ...e })),
+      );
+    return this.transitions.slice(seen);
   }
 
   /** Lets microtasks, HTTP round trips and the queue finish. */
@@ -174,5 +193,10 @@ export class KubeHarness {
 
   separated(): number[] {
     return this.engine.manuallySeparated();
+  }
+
+  /** The durable state as the state file would hold it now (see `EngineStatePersistence.capture`). */
+  durable(): DurableState {
+    return { confirmedManual: this.store.confirmedManual() ?? null, engine: this.store.exportDurableState() };
   }
 }

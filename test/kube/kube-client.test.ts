@@ -483,6 +483,14 @@ describe('kubeconfig and in-cluster', () => {
     const cn = await clientNodeBackend(api.kubeConfig(TOKEN));
     expect(cn.client).toBe('client-node');
   });
+
+  test('issue 14 item 5: the AgentStartError of a bad kubeconfig keeps the parse error as its cause', async () => {
+    const file = path.join(tmp, 'config');
+    fs.writeFileSync(file, 'nonsense: [');
+    const e = (await rejection(loadKube(file, {}))) as AgentStartError;
+    expect([e.cause instanceof Error, (e.cause as Error | undefined)?.message !== undefined]).toEqual([true, true]);
+    expect(e.message).toContain((e.cause as Error).message);
+  });
 });
 
 // The TLS tests make their certificates with the openssl command line (present wherever the suite runs; a

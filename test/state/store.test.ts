@@ -1,27 +1,18 @@
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
+import type { FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
 import { StoreDeviceSource } from '../../src/kubelet/store-device-source.js';
 import { NodeStateStore, sameJson, type NodeState, type StateChange } from '../../src/state/store.js';
 import { shippedPolicy } from '../faults/helpers.js';
-import { FakeClock } from '../health/fake-clock.js';
+import type { FakeClock } from '../health/fake-clock.js';
+import { testStore } from './helpers.js';
 
 const SEPARATE = 0x80e18402; // SeparateNPU in the shipped faultCode.json
 const HBM = 0x80e01801; // FaultFrequency 2 in 24 h → ManuallySeparateNPU (shipped customization)
 
 function makeStore(chips = 4): { store: NodeStateStore; clock: FakeClock } {
-  const clock = new FakeClock();
-  const list = Array.from({ length: chips }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
-  const engine = new FaultEngine(shippedPolicy(), { chips: list });
-  const store = new NodeStateStore({
-    engine,
-    chips: list,
-    node: { chipKind: 'Ascend910B', boardId: 0x24 },
-    clock,
-    listWatchPeriodMs: 5000,
-  });
-  return { store, clock };
+  return testStore({ chips });
 }
 
 function ev(logicId: number, code: number, assertion: FaultEvent['assertion'] = 'occur'): FaultEvent {
@@ -129,9 +120,7 @@ describe('F.3/G.2 escalation, operator release, pod-used (store inputs)', () => 
     const { store } = makeStore();
     store.applyEvents([ev(0, 0x12345678)]); // unknown code, severity 2 → SeparateNPU (E.4)
     expect(store.chip(0)!.level).toBe('SeparateNPU');
-    const engine = store.engine;
-    const policy = engine.currentPolicy();
-    store.setPolicy(policy);
+    store.setPolicy(shippedPolicy());
     expect(store.chip(0)!.level).toBe('SeparateNPU');
   });
 });

@@ -1,22 +1,16 @@
 /**
- * Adapter from the fault engine's published chip views to the device-info {@link DeviceInfoView} (spec H.3): levels
- * come from the engine; this only maps them, adds the per-code level of the fault map
- * (`GetFaultType([code])` = the code's own level raised by the scope's frequency/duration/reason level) and the
+ * The device-info {@link DeviceInfoView} (spec H.3) as a projection of the store's snapshot: levels, per-code levels
+ * of the fault map (`GetFaultType([code])` = the code's own level raised by the scope's frequency/duration/reason
+ * level), the reset layer's filter and `-Recovering` all come from the snapshot; this only maps them and adds the
  * scope of each upgrade reason.
  */
-import {
-  isNetworkCode,
-  mostSevere,
-  parseHexCode,
-  type ChipView,
-  type FaultEngine,
-  type FaultLevel,
-} from '../faults/index.js';
+import { isNetworkCode, parseHexCode, type FaultLevel } from '../faults/index.js';
 import type { RunMode } from '../core/chips.js';
-import type { DeviceInfoChip, DeviceInfoView, UpgradeReasonView } from './device-info.js';
+import type { ChipState } from '../state/store.js';
+import type { DeviceInfoChip, DeviceInfoView, FaultScopeView, UpgradeReasonView } from './device-info.js';
 
 /** Node-wide facts and extra inputs of the view. */
-export interface EngineViewOptions {
+export interface DeviceInfoViewOptions {
   readonly runMode: RunMode;
   readonly resourceName: string;
   readonly faultKey?: string;
@@ -25,7 +19,7 @@ export interface EngineViewOptions {
   readonly rackId?: number;
   /** Public-name replacement (spec L.6); identity by default. */
   readonly publicName?: (name: string) => string;
-  /** Chip is in an active pod's device annotation (spec H.3); default: the engine view's `podUsed`. */
+  /** Chip is in an active pod's device annotation (spec H.3); default: the snapshot's `podUsed`. */
   readonly podUsed?: (logicId: number) => boolean;
   /** Other H.3 exclusions (autoStowing `-Recover` label, vNPU, soft share). */
   readonly withheld?: (logicId: number) => boolean;
@@ -33,26 +27,32 @@ export interface EngineViewOptions {
   readonly switchInfoCfg?: () => string | undefined;
 }
 
-type Levels = Pick<FaultEngine, 'codeLevel' | 'networkCodeLevel'>;
-
 function codeOf(text: string): number | undefined {
   const p = parseHexCode(text);
   return p.ok ? p.value : undefined;
 }
 
-/** The view of all chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
+/** One scope's fault map: each current code with its first occurrence and its per-code level from the snapshot. */
+function faultsOf(
+  v: ChipState,
+  level: FaultLevel,
+  codes: readonly string[],
+  levels: readonly FaultLevel[],
+  raised: FaultLevel,
+): FaultScopeView {
+  return {
+    level,
+    codes: codes.map((code, i) => ({ code, firstSeenMs: v.faultTimes[code] ?? 0, level: levels[i] ?? raised })),
+  };
+}
+
+/** The view of the snapshot's chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
 export function deviceInfoViewOf(
-  chips: readonly ChipView[],
-  levels: Levels,
-  o: EngineViewOptions,
+  chips: readonly ChipState[],
+  o: DeviceInfoViewOptions,
   nowMs: number,
 ): Omit<DeviceInfoView, 'previousDeviceList'> {
   const pub = o.publicName ?? ((n: string) => n);
-  const perCode = (text: string, network: boolean, raised: FaultLevel): FaultLevel => {
-    const c = codeOf(text);
-    if (c === undefined) return raised;
-    return mostSevere([network ? levels.networkCodeLevel([c]) : levels.codeLevel([c]), raised]);
-  };
   const out: DeviceInfoChip[] = chips.map((v) => {
     const reasons: UpgradeReasonView[] = v.reasons.map((r) => {
       const c = codeOf(r.fault_code);
@@ -66,22 +66,10 @@ export function deviceInfoViewOf(
       networkHealth: v.networkHealth,
       podUsed: o.podUsed ? o.podUsed(v.logicId) : v.podUsed,
       ...(withheld ? { withheld } : {}),
-      chipFaults: {
-        level: v.level,
-        codes: v.faultCodes.map((code) => ({
-          code,
-          firstSeenMs: v.faultTimes[code] ?? 0,
-          level: perCode(code, false, v.chipRaisedLevel),
-        })),
-      },
-      networkFaults: {
-        level: v.networkLevel,
-        codes: v.networkFaultCodes.map((code) => ({
-          code,
-          firstSeenMs: v.faultTimes[code] ?? 0,
-          level: perCode(code, true, v.networkRaisedLevel),
-        })),
-      },
+      // spec H.3 `resetting`: an offline reset is rebooting the chip (listed in `<resource>-Recovering`)
+      ...(v.recovering ? { resetting: true } : {}),
+      chipFaults: faultsOf(v, v.level, v.faultCodes, v.faultCodeLevels, v.chipRaisedLevel),
+      networkFaults: faultsOf(v, v.networkLevel, v.networkFaultCodes, v.networkFaultCodeLevels, v.networkRaisedLevel),
       reasons,
       manuallySeparated: v.manuallySeparated,
     };

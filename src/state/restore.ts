@@ -26,9 +26,22 @@ import {
 } from '../faults/index.js';
 import type { RunMode } from '../core/chips.js';
 import { chipName } from '../core/device-names.js';
-import { boundedText } from './agent-events.js';
-import type { StartupValues } from './device-info-publisher.js';
-import type { PersistedState } from './engine-state-persistence.js';
+import { boundedText } from '../core/text.js';
+
+/** The two values G.3 reads at start from the device-info ConfigMap. */
+export interface StartupValues {
+  /** False: the ConfigMap does not exist (deleting it is not deleting a name: nothing is released). */
+  readonly found: boolean;
+  readonly manuallySeparateNPU: string;
+  readonly upgradeFaultReason: string;
+}
+
+/** The durable state the previous run left in `-stateDir` (the state file's content, see `EngineStatePersistence`). */
+export interface DurableState {
+  /** `ManuallySeparateNPU` of the last successful device-info write; null when unknown. */
+  readonly confirmedManual: string | null;
+  readonly engine: EngineStateJson;
+}
 
 /** JSON bytes of the rejection problem (one log line of the agent each). */
 const MAX_PROBLEM_BYTES = 1024;
@@ -47,10 +60,13 @@ export interface RestoreResult {
   readonly resync: number[];
 }
 
-/** Restores the engine (before serving kubelet). Never throws. */
+/**
+ * Restores the engine (before serving kubelet, or late: at the publisher's first successful read). Never throws. The
+ * store's `NodeStateStore.restore` is its one caller in the agent.
+ */
 export function restoreEngine(
   engine: FaultEngine,
-  input: { persisted: PersistedState | undefined; live: StartupValues; now: number; runMode: RunMode },
+  input: { persisted: DurableState | undefined; live: StartupValues; now: number; runMode: RunMode },
 ): RestoreResult {
   const { live, now, runMode } = input;
   const check = checkManualValue(live.manuallySeparateNPU, runMode, new Set(engine.snapshot().map((v) => v.phyId)));

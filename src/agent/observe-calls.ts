@@ -1,0 +1,24 @@
+/**
+ * An API client with every call's outcome observed: the agent's wiring reads the outcome of each request (the
+ * shared `ApiRecovery`, the ConfigMap write counters) without the kube layer knowing.
+ */
+
+/** `target` whose every method call returning a promise calls `settled` once it settles (`err` when it rejected). */
+export function observeCalls<T extends object>(target: T, settled: (ok: boolean, err?: unknown) => void): T {
+  return new Proxy(target, {
+    get(t, prop, receiver) {
+      const v: unknown = Reflect.get(t, prop, receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]): unknown => {
+        const r: unknown = (v as (...a: unknown[]) => unknown).apply(t, args);
+        if (r instanceof Promise) {
+          r.then(
+            () => settled(true),
+            (err: unknown) => settled(false, err),
+          );
+        }
+        return r;
+      };
+    },
+  });
+}

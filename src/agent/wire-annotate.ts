@@ -1,0 +1,77 @@
+/**
+ * Spec I.3: the pod annotations (`huawei.com/AscendReal`, the rank table), from kubelet's pod-resources answer
+ * (`-podResourcesSocket`). A pass runs on every pod-cache change and every `-listWatchPeriod`
+ * (`PodAnnotationPasses`: one at a time, and only while a pod waits for its annotation).
+ */
+import { errorMessage as message } from '../core/errors.js';
+import { PodAnnotationPasses } from '../kube/pod-annotation-passes.js';
+import { PodAnnotator, rankTableOf, type RankChip } from '../kube/pod-annotator.js';
+import { PodResourcesClient } from '../kubelet/podresources-client.js';
+import type { AgentContext } from './context.js';
+import type { ApiLayer } from './wire-api.js';
+import type { DcmiLayer } from './wire-dcmi.js';
+import type { PodsLayer } from './wire-pods.js';
+
+/** The annotation passes. */
+export interface AnnotatorLayer {
+  /** Asks for a pass (coalesced). */
+  pass(): void;
+  /** Called with each pod a pass has just annotated (hot-reset §2.6: a task newly placed here). */
+  onAnnotated(listener: (namespace: string, name: string) => void): void;
+  /** No pass starts from now on (the first step of the shutdown). */
+  stop(): void;
+}
+
+/** What the annotator is built from. */
+export interface AnnotatorDeps {
+  readonly hw: DcmiLayer;
+  readonly api: ApiLayer;
+  readonly pods: PodsLayer;
+  /** The chips' C.5 addresses for the rank table, as last read with the node labels. */
+  readonly rankChips: () => ReadonlyMap<number, RankChip>;
+  /** The real device id Allocate gave for a kubelet id (`-volcanoType`). */
+  readonly realOf: (kubeletId: string) => string | undefined;
+}
+
+export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLayer {
+  const { config, flags, log } = ctx;
+  const { hw, pods } = d;
+  const listeners: ((namespace: string, name: string) => void)[] = [];
+  const cache = pods.cache;
+  let podResources: PodResourcesClient | undefined;
+  try {
+    podResources = new PodResourcesClient(flags.podResourcesSocket);
+  } catch (err) {
+    log.warn({ error: message(err) }, '-podResourcesSocket unusable: pods are not annotated');
+  }
+  if (!podResources || !cache) return { pass: () => undefined, onAnnotated: () => undefined, stop: () => undefined };
+  const client = podResources;
+  const passes = new PodAnnotationPasses({
+    annotator: new PodAnnotator({
+      api: d.api.core,
+      pods: cache,
+      hostIp: config.hostIp ?? '',
+      superPodId: hw.superPodId,
+      serverIndex: hw.serverIndex,
+      chips: d.rankChips,
+      rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
+      volcanoType: flags.volcanoType,
+      realOf: d.realOf,
+      logger: log,
+    }),
+    pods: cache,
+    resourceName: hw.resourceName,
+    deviceType: hw.deviceType,
+    held: () => client.devicesInUse(new Set([hw.resourceName])),
+    onAnnotated: (namespace, name) => {
+      for (const l of listeners) l(namespace, name);
+    },
+    logger: log,
+  });
+  pods.onChange(() => void passes.request());
+  return {
+    pass: () => void passes.request(),
+    onAnnotated: (l) => void listeners.push(l),
+    stop: () => passes.stop(),
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * Step 1 (spec A.2 steps 1-4): the DCMI library resolved, opened and initialised (exit 3 when unusable), the chips
+ * enumerated and the node discovered; what later layers need of the hardware is read here once (910A3 multi-die
+ * policy and super-pod info, 910A work mode).
+ */
+import { errorMessage as message } from '../core/errors.js';
+import type { ChipKind, NodeFacts, RunMode } from '../core/chips.js';
+import { runModeOf } from '../core/chips.js';
+import { managerName } from '../core/device-names.js';
+import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
+import { resolveDcmiLibrary } from '../dcmi/library-path.js';
+import { discoverNode } from '../health/discovery.js';
+import type { AgentBase } from './context.js';
+import { AgentStartError, EXIT, StartAborted } from './errors.js';
+import { pause, untilAborted } from './lifecycle.js';
+
+/** The hardware as the other layers see it. */
+export interface DcmiLayer {
+  readonly dcmi: Dcmi;
+  readonly chips: readonly ChipAddress[];
+  readonly facts: NodeFacts;
+  readonly kind: ChipKind;
+  readonly runMode: RunMode;
+  /** `Ascend910`, `Ascend310P`, … (the device-type part of resource and device names). */
+  readonly deviceType: string;
+  /** `huawei.com/<deviceType>`. */
+  readonly resourceName: string;
+  /** DCMI's chip name (node label). */
+  readonly chipName: string;
+  /** Spec B.7 (910A3; -2 elsewhere or when unknown). */
+  readonly superPodId: number;
+  readonly serverIndex: number;
+  /** 910A: the chip work mode is SMP (hot-reset §1.2 gate); false elsewhere. */
+  readonly workModeSmp: boolean;
+}
+
+/** Opens DCMI and discovers the node; registers DCMI's close. */
+export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLayer> {
+  const { log, flags } = ctx;
+  const { dcmi, chips } = await openDcmi(ctx, retryMs);
+  ctx.cleanups.push('dcmi', () => {
+    dcmi.unsubscribeFaultEvents();
+    dcmi.close();
+  });
+  let discovery;
+  try {
+    discovery = discoverNode(dcmi, chips);
+  } catch (err) {
+    throw new AgentStartError(`DCMI unusable: ${message(err)}`, EXIT.DCMI_UNUSABLE, { cause: err });
+  }
+  for (const w of discovery.warnings) log.warn({ warning: w }, 'discovery');
+  const facts = discovery.facts;
+  const kind = facts.chipKind;
+  let superPodId = -2;
+  let serverIndex = -2;
+  if (kind === 'Ascend910A3') {
+    try {
+      dcmi.setMultiDiePolicy(flags.useSingleDieMode ? 1 : 0);
+    } catch (err) {
+      log.warn({ error: message(err) }, 'dcmi_set_multi_die_policy failed');
+    }
+    try {
+      const sp = dcmi.getSuperPodInfo(chips[0]!.cardId, chips[0]!.deviceId);
+      superPodId = sp.superPodId;
+      serverIndex = sp.serverId;
+    } catch (err) {
+      log.warn({ error: message(err) }, 'super pod info unavailable');
+    }
+  }
+  log.info({ chipKind: kind, chipName: discovery.chipName, chips: chips.length, boardId: facts.boardId }, 'DCMI ready');
+  let workModeSmp = false;
+  if (kind === 'Ascend910') {
+    try {
+      workModeSmp = dcmi.getNpuWorkMode(chips[0]!.cardId) !== 0; // dcmi-abi §4: 0 = AMP, other = SMP
+    } catch (err) {
+      log.warn({ error: message(err) }, 'dcmi_get_npu_work_mode failed: 910A taken as AMP (no task-aware reset)');
+    }
+  }
+  const deviceType = managerName(kind);
+  return {
+    dcmi,
+    chips,
+    facts,
+    kind,
+    runMode: runModeOf(kind),
+    deviceType,
+    resourceName: `huawei.com/${deviceType}`,
+    chipName: discovery.chipName,
+    superPodId,
+    serverIndex,
+    workModeSmp,
+  };
+}
+
+/**
+ * Resolves, opens and initialises DCMI (exit 3 when unusable), enumerates the chips: `dcmi_init` and the card list
+ * retried every `retryMs` until `-deviceResetTimeout`. An aborted signal ends the retries at once
+ * ({@link StartAborted}; DCMI is closed, after a `dcmi_init` in flight returned).
+ */
+async function openDcmi(ctx: AgentBase, retryMs: number): Promise<{ dcmi: Dcmi; chips: ChipAddress[] }> {
+  const { flags, log, signal } = ctx;
+  let lib;
+  try {
+    lib = await resolveDcmiLibrary({
+      ...(flags.dcmiLibrary !== '' ? { explicitPath: flags.dcmiLibrary } : {}),
+      env: ctx.env,
+      ownUid: process.getuid?.() ?? 0,
+    });
+  } catch (err) {
+    throw new AgentStartError(`DCMI library unusable: ${message(err)}`, EXIT.DCMI_UNUSABLE, { cause: err });
+  }
+  let dcmi: Dcmi;
+  try {
+    dcmi = Dcmi.open(lib.path);
+  } catch (err) {
+    throw new AgentStartError(`DCMI library unusable: ${lib.path}: ${message(err)}`, EXIT.DCMI_UNUSABLE, {
+      cause: err,
+    });
+  }
+  const missing = dcmi.missingSymbols();
+  if (missing.includes('dcmi_init') || missing.includes('dcmi_get_card_num_list')) {
+    dcmi.close();
+    throw new AgentStartError(
+      `DCMI library unusable: ${lib.path} lacks ${missing.slice(0, 5).join(', ')} (wrong ABI?)`,
+      EXIT.DCMI_UNUSABLE,
+    );
+  }
+  if (missing.length > 0) log.warn({ library: lib.path, missing }, 'DCMI library lacks some functions');
+  log.info({ library: lib.path, source: lib.source, rejected: lib.rejected }, 'DCMI library');
+  const deadline = Date.now() + flags.deviceResetTimeout * 1000;
+  for (let attempt = 1; ; attempt++) {
+    const init = dcmi.init();
+    try {
+      await untilAborted(init, signal);
+      const chips = dcmi.enumerate();
+      if (chips.length === 0) throw new Error('DCMI reports no chips');
+      return { dcmi, chips };
+    } catch (err) {
+      if (err instanceof StartAborted) {
+        // dcmi_init runs off the JS thread: the library is closed once it has returned
+        void init.then(
+          () => dcmi.close(),
+          () => dcmi.close(),
+        );
+        throw err;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        dcmi.close();
+        throw new AgentStartError(
+          `DCMI unusable: ${lib.path}: dcmi_init/enumeration still failing after ${flags.deviceResetTimeout} s ` +
+            `(-deviceResetTimeout): ${message(err)}`,
+          EXIT.DCMI_UNUSABLE,
+          { cause: err },
+        );
+      }
+      log.warn({ attempt, error: message(err), retryInMs: Math.min(retryMs, left) }, 'DCMI not ready; retrying');
+      try {
+        await pause(Math.min(retryMs, left), signal);
+      } catch (abort) {
+        dcmi.close();
+        throw abort;
+      }
+    }
+  }
+}

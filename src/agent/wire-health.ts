@@ -1,0 +1,98 @@
+/**
+ * Step 6: the health layer, the store's hardware input — the health monitor (subscription or polling, compensation,
+ * card drop, link status through `-hccnTool`) and the D.9 hang detector. Both hand their event batches to
+ * `store.applyEvents`; the store hands re-sync requests back (`store.attachResync`).
+ */
+import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
+import { hasParameterPlane } from '../core/chips.js';
+import { loadHangDetectionConfig } from '../health/hang-config.js';
+import { DEFAULT_CLOCK_TICKS, HangDetector, readClockTicksPerSecond } from '../health/hang-detector.js';
+import { HealthMonitor, type HealthMode } from '../health/monitor.js';
+import type { NodeStateStore } from '../state/store.js';
+import type { AgentContext } from './context.js';
+import { untilAborted } from './lifecycle.js';
+import type { DcmiLayer } from './wire-dcmi.js';
+
+/** The running health layer. */
+export interface HealthLayer {
+  mode(): HealthMode;
+  /** The monitor's first pass (before kubelet registers: its first list is DCMI's truth), then the hang detector. */
+  start(): Promise<void>;
+  stop(): void;
+}
+
+export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore): Promise<HealthLayer> {
+  const { flags, log, clock, metrics } = ctx;
+  const { dcmi, chips, kind } = hw;
+  const hccnEnv = { ...ctx.env } as Record<string, string | undefined>;
+  const hccnTool = flags.hccnTool;
+  // Issue [K] 9: a tool failing the DCMI library's file checks is never run; link status and RoCE sampling are
+  // then off for this run (a missing tool is not a check failure: queries report Abnormal, as upstream).
+  const hccnProblem = hccnToolProblem(hccnTool);
+  const hccnUsable = hccnProblem === undefined || hccnProblem.missing;
+  if (!hccnUsable) {
+    log.error(
+      { hccnTool, reason: hccnProblem.reason },
+      `-hccnTool refused: ${hccnProblem.reason}; link-status checks and RoCE hang sampling are off for this run`,
+    );
+  }
+  const monitor = new HealthMonitor({
+    dcmi,
+    chips,
+    chipKind: kind,
+    state: store,
+    clock,
+    sink: (batch) => store.applyEvents(batch),
+    listWatchPeriodMs: flags.listWatchPeriod * 1000,
+    ...(hccnUsable
+      ? { linkStatus: async (phy: number) => (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status }
+      : {}),
+    linkQueryIntervalMs: flags.linkQueryInterval * 1000,
+    observer: metrics.healthObserver(),
+    logger: log,
+  });
+  ctx.cleanups.push('monitor', () => monitor.stop());
+  // D.9: hang events take the same path as the monitor's (recoveries are held 1 s by the detector).
+  const hangConfig = await loadHangDetectionConfig(flags.hangDetectionConfigFile, { logger: log });
+  const hang = new HangDetector({
+    dcmi,
+    chips,
+    config: hangConfig,
+    sink: (batch) => store.applyEvents(batch),
+    clock,
+    ...(hasParameterPlane(kind) && hccnUsable
+      ? { roceStats: (phy: number) => queryRoceStats({ toolPath: hccnTool, env: hccnEnv }, phy) }
+      : {}),
+    clockTicksPerSecond: readClockTicksPerSecond() ?? DEFAULT_CLOCK_TICKS,
+    state: store,
+    logger: log,
+  });
+  ctx.cleanups.push('hang detector', () => hang.stop());
+  store.attachResync({
+    markResync: (ids, why) => monitor.markResync(ids, why),
+    applied: () => resyncSettled(monitor),
+  });
+  return {
+    mode: () => monitor.mode(),
+    start: async () => {
+      await untilAborted(monitor.start(), ctx.signal);
+      hang.start();
+    },
+    stop: () => {
+      monitor.stop();
+      hang.stop();
+    },
+  };
+}
+
+/**
+ * Resolves once the re-sync reads requested so far are in the store (hot-reset §3.4.1, the reset layer's "re-sync
+ * applied"). The one place that knows the monitor's timing: `markResync` starts its compensation run from a 0 ms
+ * timer (so one timer turn first), `idle()` waits for that run, and the events it read are handed to the store from
+ * the monitor's `setImmediate` flush — two more turns of the event loop cover that flush and the store cycle it runs.
+ */
+async function resyncSettled(monitor: HealthMonitor): Promise<void> {
+  await new Promise((r) => setTimeout(r, 0));
+  await monitor.idle();
+  for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+}

@@ -1,0 +1,210 @@
+/**
+ * Steps 7-8: the kube layer's projections of the store's snapshot — the device-info ConfigMap (spec G.2, H), the
+ * Events (K.1 from the store's applied fault events, ours from each change's transitions), the node labels and
+ * annotations (I.1, I.2) — and the pod annotations (I.3). The publisher's inputs go back into the store: an
+ * operator's release (`store.release`), what the ConfigMap holds (`store.confirmWritten`), the deferred G.3 restore
+ * (`store.restore`).
+ */
+import { chipName } from '../core/device-names.js';
+import { faultEvent, transitionEvents } from '../kube/agent-events.js';
+import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
+import { deviceInfoViewOf } from '../kube/device-info-view.js';
+import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
+import type { RankChip } from '../kube/pod-annotator.js';
+import type { RestoreResult } from '../state/restore.js';
+import type { NodeState, NodeStateStore } from '../state/store.js';
+import type { AgentContext } from './context.js';
+import { AgentStartError } from './errors.js';
+import { untilAborted, withTimeout } from './lifecycle.js';
+import { nodeLabelFactsOf, readChipAddresses } from './node-facts.js';
+import { observeCalls } from './observe-calls.js';
+import type { ApiLayer } from './wire-api.js';
+import type { DcmiLayer } from './wire-dcmi.js';
+import { wireAnnotator } from './wire-annotate.js';
+import type { PodsLayer } from './wire-pods.js';
+
+/** The kube layer's outputs. */
+export interface KubeLayer {
+  /** The Node's labels as last read (reset: server usage, hot-reset §1.3); empty without an API server. */
+  nodeLabels(): Readonly<Record<string, string>>;
+  /** Called with each pod the annotator has just annotated (hot-reset §2.6). */
+  onPodAnnotated(listener: (namespace: string, name: string) => void): void;
+  /** The publisher's watch and first write, in the background (bounded). */
+  start(): void;
+  /** Spec A.2 step 5.7: the Node's labels and annotations; failing after its tries is fatal (exit 1). */
+  setUpNode(): Promise<void>;
+  /** Every `-listWatchPeriod`: the Recover labels, pod annotations, queue gauges. */
+  startPeriodic(): void;
+  /** The first step of the shutdown: no periodic work and no annotation pass from now on. */
+  pause(): void;
+  /** Shutdown: a change still waiting in the 1 s spacing (H.4) is written now; bounded by `boundMs`. */
+  flush(boundMs: number, hurry: AbortSignal | undefined): Promise<void>;
+  /** Resolves when no device-info write waits or runs. */
+  whenIdle(): Promise<void>;
+  stop(): void;
+}
+
+/** What the kube layer is built from. */
+export interface KubeDeps {
+  readonly hw: DcmiLayer;
+  readonly store: NodeStateStore;
+  readonly api: ApiLayer | undefined;
+  readonly pods: PodsLayer;
+  /** The start-up restore's result (undefined: the publisher restores at its first read). */
+  readonly restored: RestoreResult | undefined;
+  /** The real device id Allocate gave for a kubelet id (`-volcanoType`, the kubelet layer's). */
+  readonly realOf: (kubeletId: string) => string | undefined;
+}
+
+export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
+  const { config, flags, log, metrics } = ctx;
+  const { hw, store, api } = d;
+  const nameOf = (logicId: number): string => chipName(hw.deviceType, store.chip(logicId)?.phyId ?? logicId);
+  if (!api) {
+    return {
+      nodeLabels: () => ({}),
+      onPodAnnotated: () => undefined,
+      start: () => undefined,
+      setUpNode: () => Promise.resolve(),
+      startPeriodic: () => undefined,
+      pause: () => undefined,
+      flush: () => Promise.resolve(),
+      whenIdle: () => Promise.resolve(),
+      stop: () => undefined,
+    };
+  }
+  const events = api.events;
+  // the C.5 addresses of the rank table, read with the node labels (at start and at every refresh)
+  let rankChips: ReadonlyMap<number, RankChip> = new Map();
+  const chipAddresses = (): readonly BaseDeviceInfo[] => {
+    const a = readChipAddresses(hw.dcmi, hw.chips, hw.kind, hw.deviceType);
+    rankChips = a.rank;
+    return a.base;
+  };
+  const labeler = new NodeLabeler({
+    api: api.core,
+    nodeName: config.nodeName,
+    facts: nodeLabelFactsOf(hw.dcmi, hw.chips, {
+      facts: hw.facts,
+      chipName: hw.chipName,
+      superPodId: hw.superPodId,
+      serverIndex: hw.serverIndex,
+      logger: log,
+    }),
+    baseDeviceInfos: chipAddresses,
+    autoStowing: flags.autoStowing,
+    watch: api.watch,
+    logger: log,
+    backoff: api.backoff,
+  });
+  ctx.cleanups.push('node labeler', () => labeler.stop());
+  const annotator = wireAnnotator(ctx, { ...d, api, rankChips: () => rankChips });
+  let cmFailuresSeen = 0;
+  const syncConfigMapMetrics = (): void => {
+    const st = publisher.stats;
+    const failed = st.failures + st.rejected;
+    if (failed > cmFailuresSeen) metrics.configMapWrites.inc({ result: 'failed' }, failed - cmFailuresSeen);
+    cmFailuresSeen = Math.max(cmFailuresSeen, failed);
+    metrics.configMapQueueDepth.set(st.pendingSinceMs !== undefined ? 1 : 0);
+  };
+  const viewOptions = {
+    runMode: hw.runMode,
+    resourceName: hw.resourceName,
+    superPodId: hw.superPodId,
+    serverIndex: hw.serverIndex,
+  };
+  const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
+    // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
+    api: observeCalls(api.core, () => void setImmediate(syncConfigMapMetrics)),
+    watch: api.watch,
+    nodeName: config.nodeName,
+    runMode: hw.runMode,
+    logger: log,
+    backoff: api.backoff,
+    events,
+    view: (now) => labeler.applyToView(deviceInfoViewOf(store.snapshot().chips, viewOptions, now)),
+    separation: storeSeparationHost(store, hw.runMode),
+    ...(d.restored ? { confirmedManual: d.restored.confirmedManual } : {}),
+    lateStartup: (v) => store.restore(v), // its confirmedManual is what counts as live (not the separations)
+    onWritten: () => {
+      metrics.configMapWrites.inc({ result: 'ok' });
+      void labeler.onDeviceInfoWritten();
+    },
+  });
+  ctx.cleanups.push('publisher', () => publisher.stop());
+  // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
+  const stowCycle = (state: NodeState): void => {
+    if (flags.autoStowing) return;
+    void labeler.cycle(state.chips).then(() => publisher.changed());
+  };
+  // Every output is a projection of the same snapshot (architecture §2).
+  store.onChange((state, change) => {
+    publisher.noteTransitions(change.transitions);
+    publisher.changed();
+    syncConfigMapMetrics();
+    stowCycle(state);
+    for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
+  });
+  store.onFaultEvents((applied) => {
+    for (const e of applied) events.record(faultEvent(config.nodeName, e, e.time)); // spec K.1
+  });
+  let periodic: NodeJS.Timeout | undefined;
+  return {
+    nodeLabels: () => labeler.nodeLabels(),
+    onPodAnnotated: (l) => annotator.onAnnotated(l),
+    start: () => void withTimeout(publisher.start(), ctx.apiTimeoutMs, undefined),
+    setUpNode: async () => {
+      const bound = 3 * ctx.apiTimeoutMs + 3000;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await untilAborted(
+          Promise.race([
+            labeler.start(),
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(
+                () =>
+                  reject(
+                    new NodeSetupError(`node ${config.nodeName}: no answer from the API server within ${bound} ms`, 0),
+                  ),
+                bound,
+              );
+            }),
+          ]),
+          ctx.signal,
+        );
+      } catch (err) {
+        if (err instanceof NodeSetupError) throw new AgentStartError(err.message, err.exitStatus, { cause: err });
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+      labeler.startRefresher();
+    },
+    startPeriodic: () => {
+      // an operator's edit of a Recover label counts within one period even when no chip changes
+      periodic = setInterval(() => {
+        stowCycle(store.snapshot());
+        annotator.pass();
+        syncConfigMapMetrics();
+      }, flags.listWatchPeriod * 1000);
+      periodic.unref();
+      ctx.cleanups.push('periodic', () => clearInterval(periodic));
+    },
+    pause: () => {
+      clearInterval(periodic);
+      annotator.stop();
+    },
+    flush: async (boundMs, hurry) => {
+      // flush, not whenIdle: a change still inside the 1 s write spacing (H.4) is written now, not lost
+      const idle = await withTimeout(
+        publisher.flush().then(() => true),
+        boundMs,
+        false,
+        hurry,
+      );
+      if (!idle) log.warn({ boundMs }, 'device-info ConfigMap not flushed before the bound');
+    },
+    whenIdle: () => publisher.whenIdle(),
+    stop: () => publisher.stop(),
+  };
+}
