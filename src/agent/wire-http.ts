@@ -103,6 +103,7 @@ export async function startObservability(
  * changes (one info line per chip health or level change and per release, issue [J] item 4).
  */
 export function observeStore(metrics: AgentMetrics, store: NodeStateStore, log: Logger): void {
+  metrics.observeState(store.snapshot()); // the chips' series exist before the first change
   store.onChange((state, change) => {
     metrics.observeState(state, change);
     logChipChanges(log, metrics.names, state, change);
