@@ -17,6 +17,8 @@ afterEach(async () => {
 });
 
 const CHIP3 = 'chip="Ascend910-3",logic_id="3",phy_id="3"';
+/** RestartNPU (faultCode.json): the offline engine resets the chip once it is idle (spec J.2). */
+const RESTART_NPU = '8C03A000';
 
 describe('issue [J] per-chip series and fault log on the real agent', () => {
   test(
@@ -71,6 +73,36 @@ describe('issue [J] per-chip series and fault log on the real agent', () => {
       const m =
         /^ascend_npu_agent_last_registration_timestamp_seconds\{resource="huawei.com\/Ascend910"\} (\S+)$/m.exec(text);
       expect(Math.abs(Number(m?.[1]) - Date.now() / 1000)).toBeLessThan(600);
+    },
+    METRICS_TEST_MS,
+  );
+
+  test(
+    'J.2 an offline reset: every step is an info line, and chip_reset_state follows the chip (issue [J] item 4)',
+    async () => {
+      sb = await AgentSandbox.create();
+      const s = sb;
+      await s.start(['-hotReset=2', '-resetTimePercent=5']); // the 60 s idle rule takes 3 s
+      expect(await s.metrics()).toContain(`ascend_npu_agent_chip_reset_state{${CHIP3},state="idle"} 1`);
+      await s.mock({ op: 'resetResult', logicId: 3, result: 'ok', bootSeconds: 0.5 });
+      await s.mock({ op: 'health', logicId: 3, value: 2 }); // as the driver reports RestartNPU (J.2 confirms it)
+      await s.mock({ op: 'fault', logicId: 3, eventId: RESTART_NPU, assertion: 'occur' });
+      await s.untilAsync(async () => {
+        const t = await s.metrics();
+        return t.includes(`ascend_npu_agent_chip_reset_state{${CHIP3},state="debouncing"} 1`) ? t : undefined;
+      }, 'Ascend910-3 debouncing before its reset');
+      const step = await s.until(
+        () => s.agent!.logs().find((l) => l.level === 'info' && l.reason === 'OfflineResetSucceeded'),
+        'the reset step line',
+        20_000,
+      );
+      expect(String(step.msg)).toMatch(/^reset step OfflineResetSucceeded: /);
+      await s.until(
+        () => s.agent!.logs().find((l) => l.chip === 'Ascend910-3' && l.health === 'Healthy'),
+        'Ascend910-3 Healthy again in the log',
+        20_000,
+      );
+      expect(await s.metrics()).toContain(`ascend_npu_agent_chip_reset_state{${CHIP3},state="idle"} 1`);
     },
     METRICS_TEST_MS,
   );
