@@ -22,7 +22,7 @@ import { stateDirProblem } from './state-dir.js';
 import { wireApi } from './wire-api.js';
 import { wireDcmi } from './wire-dcmi.js';
 import { wireHealth } from './wire-health.js';
-import { observeStore, startHttp, wireMetrics } from './wire-http.js';
+import { observeStore, startObservability } from './wire-http.js';
 import { wireKube } from './wire-kube.js';
 import { wireKubelet } from './wire-kubelet.js';
 import { wirePods } from './wire-pods.js';
@@ -77,16 +77,21 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     // 0. A state folder that cannot be written stops the start before anything runs (issue [I] "Bad input").
     const stateProblem = stateDirProblem(flags.stateDir);
     if (stateProblem) throw new AgentStartError(stateProblem, EXIT.BAD_CONFIG);
-    // 1. DCMI (spec A.2 steps 1-4): wait up to -deviceResetTimeout for dcmi_init and the card list.
+    // 1. Metrics and probes, before anything that reports into them and before any wait (issue [J] item 1):
+    // /healthz answers from the first second, /readyz names what the start still waits for.
+    const obs = await startObservability(base, deps);
+    const { registry, metrics } = obs;
+    // 2. DCMI (spec A.2 steps 1-4): wait up to -deviceResetTimeout for dcmi_init and the card list.
     const hw = await wireDcmi(base, deps.dcmiInitRetryMs ?? 10_000);
-    steps.step('metrics and fault policy');
-    // 2. Metrics (before anything that reports into them); 3. the fault policy files.
-    const { registry, metrics } = wireMetrics(base, deps);
+    obs.dcmiOpened(hw);
+    steps.step('fault policy');
+    // 3. The fault policy files.
     const ctx: AgentContext = { ...base, metrics };
     const files = await openFaultFiles(ctx);
     steps.step('Kubernetes API client');
     // 4. Kubernetes API (never waited on longer than apiTimeoutMs), then the fault-config ConfigMap over the files.
     const api = await wireApi(ctx, deps.kubeConfig);
+    obs.apiReady(api ? () => api.reached() : null);
     const policy = await wirePolicy(ctx, files, api);
     steps.step('device-info ConfigMap read');
     const live = await api?.startupValues();
@@ -105,7 +110,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     const health = await wireHealth(ctx, hw, store);
     steps.step('outputs');
     const kubelet = wireKubelet(ctx, hw, store);
-    observeStore(metrics, store);
+    obs.kubeletReady(() => kubelet.status());
+    observeStore(metrics, store, log);
     const pods = wirePods(ctx, hw, store, api);
     const kube = wireKube(ctx, { hw, store, api, pods, restored: state.restored, realOf: (id) => kubelet.realOf(id) });
 
@@ -121,13 +127,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     }
     // 8. The reset layer, once the Node's labels are known (server-usage, hot-reset §1.3).
     const reset = wireReset(ctx, { hw, store, api, pods, kube, policy });
+    obs.stateReady(store, reset);
     steps.step('kubelet directory and registration');
     // 9. Kubelet (spec A.2 last step): wait for the directory, register every resource.
     const waitMs = deps.kubeletWaitTimeoutMs ?? flags.kubeletWaitTimeout * 1000;
     await kubelet.start(pods.cache, (reason) => deps.onFatal?.(reason), waitMs);
-    steps.step('metrics server');
-    // 10. Metrics and probes.
-    const metricsPort = await startHttp(ctx, { registry, store, dcmi: hw.dcmi, kubelet, reset });
+    const metricsPort = obs.port;
     steps.step('running');
     log.info(
       {

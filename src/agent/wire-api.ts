@@ -36,6 +36,8 @@ export interface ApiLayer {
   /** The backoff of every retrier (wakes at the API server's return). */
   readonly backoff: BackoffOptions;
   readonly events: KubeEventRecorder;
+  /** Whether the API server has answered one request since the start (`/readyz` `api`, issue [J] item 1). */
+  reached(): boolean;
   /** Spec G.3 step 1, bounded by `apiTimeoutMs` and the signal; undefined when the API server did not answer. */
   startupValues(): Promise<StartupValues | undefined>;
 }
@@ -110,10 +112,14 @@ export async function wireApi(
   const recovery = new ApiRecovery(kube.probe ? { probe: kube.probe } : {});
   cleanups.push('API recovery probe', () => recovery.close());
   const backoff: BackoffOptions = { recovery };
+  let reached = false;
   // every request's outcome reports to the shared recovery: a success of any request ends every retrier's backoff
-  const core = observeCalls(kube.core, (ok, err) =>
-    ok ? recovery.reportSuccess() : recovery.reportFailure(statusOf(err)),
-  );
+  const core = observeCalls(kube.core, (ok, err) => {
+    const status = ok ? undefined : statusOf(err);
+    if (ok || status !== undefined) reached = true; // an HTTP answer, even a 404 or 403, came from the API server
+    if (ok) recovery.reportSuccess();
+    else recovery.reportFailure(status);
+  });
   const events = new KubeEventRecorder({
     api: core,
     nodeName: config.nodeName,
@@ -127,6 +133,7 @@ export async function wireApi(
     watch: kube.watch,
     backoff,
     events,
+    reached: () => reached,
     startupValues: () =>
       untilAborted(withTimeout(readStartupValues(core, config.nodeName, log), ctx.apiTimeoutMs, undefined), ctx.signal),
   };

@@ -17,6 +17,8 @@ import { pause, untilAborted } from './lifecycle.js';
 /** The hardware as the other layers see it. */
 export interface DcmiLayer {
   readonly dcmi: Dcmi;
+  /** The DCMI library opened (resolved path; `build_info`). */
+  readonly libraryPath: string;
   readonly chips: readonly ChipAddress[];
   readonly facts: NodeFacts;
   readonly kind: ChipKind;
@@ -37,7 +39,7 @@ export interface DcmiLayer {
 /** Opens DCMI and discovers the node; registers DCMI's close. */
 export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLayer> {
   const { log, flags } = ctx;
-  const { dcmi, chips } = await openDcmi(ctx, retryMs);
+  const { dcmi, chips, libraryPath } = await openDcmi(ctx, retryMs);
   ctx.cleanups.push('dcmi', () => {
     dcmi.unsubscribeFaultEvents();
     dcmi.close();
@@ -79,6 +81,7 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
   const deviceType = managerName(kind);
   return {
     dcmi,
+    libraryPath,
     chips,
     facts,
     kind,
@@ -97,7 +100,10 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
  * retried every `retryMs` until `-deviceResetTimeout`. An aborted signal ends the retries at once
  * ({@link StartAborted}; DCMI is closed, after a `dcmi_init` in flight returned).
  */
-async function openDcmi(ctx: AgentBase, retryMs: number): Promise<{ dcmi: Dcmi; chips: ChipAddress[] }> {
+async function openDcmi(
+  ctx: AgentBase,
+  retryMs: number,
+): Promise<{ dcmi: Dcmi; chips: ChipAddress[]; libraryPath: string }> {
   const { flags, log, signal } = ctx;
   let lib;
   try {
@@ -134,7 +140,7 @@ async function openDcmi(ctx: AgentBase, retryMs: number): Promise<{ dcmi: Dcmi; 
       await untilAborted(init, signal);
       const chips = dcmi.enumerate();
       if (chips.length === 0) throw new Error('DCMI reports no chips');
-      return { dcmi, chips };
+      return { dcmi, chips, libraryPath: lib.path };
     } catch (err) {
       if (err instanceof StartAborted) {
         // dcmi_init runs off the JS thread: the library is closed once it has returned

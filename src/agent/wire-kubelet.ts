@@ -33,9 +33,13 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
   const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
   ctx.cleanups.push('device source', () => devices.close());
   let mgr: DevicePluginManager | undefined;
+  // The manager counts a server registered until it is queued for its first Register (it is queued only once the
+  // kubelet folder exists): readiness must say "not registered" before the first success (issue [J] item 1).
+  const everRegistered = new Set<string>();
   return {
     realOf: (id) => mgr?.servers.find((s) => s.deviceType === hw.deviceType)?.kubeletToReal.realOf(id),
-    status: () => mgr?.status() ?? [],
+    status: () =>
+      (mgr?.status() ?? []).map((s) => ({ ...s, registered: s.registered && everRegistered.has(s.resourceName) })),
     reregister: (reason) => mgr?.triggerReregister(reason),
     start: async (pods, onFatal, waitTimeoutMs) => {
       try {
@@ -61,7 +65,10 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
       }
       const m = mgr;
       ctx.cleanups.push('kubelet', () => m.stop());
-      m.on('registered', (e: { resourceName: string }) => metrics.registered(e.resourceName, true));
+      m.on('registered', (e: { resourceName: string }) => {
+        everRegistered.add(e.resourceName);
+        metrics.registered(e.resourceName, true);
+      });
       m.on('registerFailed', (e: { resourceName?: string }) =>
         metrics.registered(e.resourceName ?? hw.resourceName, false),
       );

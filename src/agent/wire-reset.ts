@@ -5,6 +5,7 @@
  * (`store.setResetOverrides`, one snapshot for every output) and re-sync requests (`store.requestResync`).
  */
 import { errorMessage as message } from '../core/errors.js';
+import { boundedText } from '../core/text.js';
 import { deviceUsageOf } from '../reset/rings.js';
 import { resetDcmiOf } from '../reset/dcmi-adapter.js';
 import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../reset/reset-kube.js';
@@ -35,6 +36,9 @@ export interface ResetDeps {
   readonly kube: KubeLayer;
   readonly policy: FaultConfigSource;
 }
+
+/** Bound of the Event message quoted in a reset-step log line (spec A.3: lines up to 1024 characters). */
+const MAX_RESET_LOG_BYTES = 768;
 
 /** Builds and starts the reset layer. */
 export function wireReset(ctx: AgentContext, d: ResetDeps): ResetLayer {
@@ -87,6 +91,11 @@ export function wireReset(ctx: AgentContext, d: ResetDeps): ResetLayer {
     events: (e) => {
       metrics.resetEvent(e);
       const where = e.pod ? ` (pod ${e.pod.namespace}/${e.pod.name})` : '';
+      // issue [J] item 4: every reset step (attempt, chip failure, outcome) is an info line, not only an Event
+      log.info(
+        { reason: e.reason, type: e.type, ...(e.pod ? { pod: `${e.pod.namespace}/${e.pod.name}` } : {}) },
+        `reset step ${e.reason}: ${boundedText(e.message, MAX_RESET_LOG_BYTES)}`,
+      );
       api?.events.record({ type: e.type, reason: e.reason, message: `${e.message}${where}`, brief: e.reason });
     },
     store: resetStorePort(d.store),

@@ -68,8 +68,15 @@ export const AGENT_FLAGS = {
     support: 'yes',
     help: '-1 debug, 0 info, 1 warning, 2 error, 3 critical',
   },
-  maxAge: { kind: 'int', def: 7, min: 7, max: 700, support: 'no-effect', help: 'days to keep rotated logs' },
-  maxBackups: { kind: 'int', def: 30, min: 1, max: 180, support: 'no-effect', help: 'number of rotated log files' },
+  maxAge: { kind: 'int', def: 7, min: 7, max: 700, support: 'yes', help: 'days to keep rotated logs (A.3)' },
+  maxBackups: {
+    kind: 'int',
+    def: 30,
+    min: 1,
+    max: 180,
+    support: 'yes',
+    help: 'rotated log files kept (A.3, 20 MiB each)',
+  },
   fdFlag: { kind: 'bool', def: false, support: 'not-yet', feature: 'edge (FD) mode', help: 'edge mode' },
   listWatchPeriod: {
     kind: 'int',

@@ -15,7 +15,7 @@
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { AgentHandle } from '../agent/run-agent.js';
 import { errorMessage } from '../core/errors.js';
-import { LogFileError, createLogger } from '../observability/logger.js';
+import { LogFileError, createLogger, openRotatingLog } from '../observability/logger.js';
 import { agentUsage, effectiveConfig, parseAgentArgs } from './agent-flags.js';
 import { packageVersion } from './common.js';
 
@@ -130,9 +130,24 @@ async function main(argv: string[]): Promise<number> {
   if (args.command === 'simulate') return simulate(args.commandArgs);
   const signals = followSignals(); // before the composition root is loaded (≈ 0.3 s of imports)
   const config = args.config!;
-  let log: PinoLogger;
+  let log: PinoLogger | undefined;
   try {
-    log = createLogger({ logLevel: config.flags.logLevel, logFile: config.flags.logFile });
+    const { logFile, maxBackups, maxAge } = config.flags;
+    // spec A.3: rotated at 20 MiB, -maxBackups files kept, none older than -maxAge days (issue [J] item 4)
+    const file =
+      logFile === ''
+        ? undefined
+        : await openRotatingLog({
+            file: logFile,
+            maxBackups,
+            maxAgeDays: maxAge,
+            onProblem: (text) => (log ? log.warn({ logFile }, text) : fail(text)),
+          });
+    log = createLogger({
+      logLevel: config.flags.logLevel,
+      logFile,
+      ...(file ? { destination: file.destination } : {}),
+    });
   } catch (err) {
     fail(err instanceof LogFileError ? err.message : `cannot create the logger: ${String(err)}`);
     return EXIT.BAD_CONFIG;

@@ -4,11 +4,13 @@
  *
  * - `/healthz`: the process is alive and its event loop answers — always 200 while the server runs.
  * - `/readyz`: 200 when every named readiness check passes, else 503 with the failing checks, one `name: reason`
- *   per line. The agent's: `dcmi` (DCMI initialised), `kubelet` (every resource registered and streaming); chip
- *   health is never a check: a bad chip must never fail a probe (it is reported to kubelet as Unhealthy instead).
- *   The fault center's: `lease` (this replica leads, so the Service sends gRPC only to the active replica).
+ *   per line. The agent's (`readiness.ts`): `dcmi`, `kubelet`, `api`; the agent starts this server before anything
+ *   else, so the probes answer from the first second (issue [J] item 1). Chip health is never a check: a bad chip
+ *   must never fail a probe (it is reported to kubelet as Unhealthy instead). The fault center's: `lease` (this
+ *   replica leads, so the Service sends gRPC only to the active replica).
  * - `/status`: the agent's state as JSON (`npuctl status`, issue [F] item 4), when the `status` option is given,
- *   else 404; a document over {@link MAX_STATUS_BYTES} is refused with 500 rather than sent.
+ *   else 404; 503 while the source throws {@link StatusUnavailableError} (the agent is still starting); a document
+ *   over {@link MAX_STATUS_BYTES} is refused with 500 rather than sent.
  *
  * Every connection is under the timeouts and the connection cap of {@link HttpLimits} (issue 12 item 7). Nothing
  * here needs authentication: every endpoint is read-only, and docs/agent.md says what they reveal and how to keep
@@ -22,6 +24,11 @@ import { listenAddress } from './listen-address.js';
 
 /** Largest `/status` document served (bytes of JSON); `npuctl status` reads no more than this either. */
 export const MAX_STATUS_BYTES = 1024 * 1024;
+
+/** Thrown by a `/status` source that has nothing to show yet (answered 503 with the message). */
+export class StatusUnavailableError extends Error {
+  override readonly name = 'StatusUnavailableError';
+}
 
 /** One readiness check: `ok`, or why not. */
 export type ReadinessCheck = () => { ok: true } | { ok: false; reason: string };
@@ -128,7 +135,7 @@ function sendStatus(res: http.ServerResponse, status: () => unknown): void {
   try {
     body = JSON.stringify(status());
   } catch (err) {
-    send(res, 500, `status unavailable: ${(err as Error).message}\n`);
+    send(res, err instanceof StatusUnavailableError ? 503 : 500, `status unavailable: ${(err as Error).message}\n`);
     return;
   }
   if (body === undefined) {

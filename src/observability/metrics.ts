@@ -1,7 +1,14 @@
 /**
- * The agent's Prometheus metrics (prom-client) on a registry passed in (no global registry). The fault path is
- * fed by {@link AgentMetrics.healthObserver} and {@link AgentMetrics.observeState}; the kubelet, ConfigMap and
- * registration metrics are hooks the composition root calls from those layers' callbacks.
+ * The agent's Prometheus metrics (prom-client) on a registry passed in (no global registry); docs/metrics.md lists
+ * every series. They exist from the first second (issue [J] item 1: `/metrics` is served before DCMI is open): the
+ * chips are named once DCMI has enumerated them ({@link AgentMetrics.attachChips}). The fault path is fed by
+ * {@link AgentMetrics.healthObserver} and {@link AgentMetrics.observeState} (a projection of the store's snapshot:
+ * the aggregate gauges and the per-chip series of {@link ChipMetrics}); the kubelet, ConfigMap and registration
+ * metrics are hooks the composition root calls from those layers' callbacks.
+ *
+ * prom-client's default metrics keep their standard names (`process_cpu_seconds_total`,
+ * `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`, ...; issue [J] item 3), so stock Node.js
+ * dashboards find them; everything of the agent's own starts with `ascend_npu_agent_`.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
@@ -9,6 +16,8 @@ import type { HealthObserver } from '../health/monitor.js';
 import type { ResetStatus } from '../reset/reset-runtime.js';
 import type { ResetEvent } from '../reset/types.js';
 import type { NodeState, StateChange } from '../state/store.js';
+import { ChipMetrics } from './chip-metrics.js';
+import { ChipNames } from './chip-names.js';
 import { ResetMetrics } from './reset-metrics.js';
 
 const PREFIX = 'ascend_npu_agent_';
@@ -22,11 +31,27 @@ const PREFIX = 'ascend_npu_agent_';
 export const EVENT_LOOP_RESOLUTION_MS = 100;
 
 export interface AgentMetricsOptions {
-  /** Node.js process metrics (CPU, memory, GC) on the same registry. Default true. */
+  /** Node.js process metrics (CPU, memory, GC) on the same registry, under their standard names. Default true. */
   readonly defaultMetrics?: boolean;
-  /** Clock for "time since the last registration" (seconds); default `Date.now() / 1000`. */
+  /** Clock of the registration timestamp (seconds since the epoch); default `Date.now() / 1000`. */
   readonly nowSeconds?: () => number;
 }
+
+/** The labels of `ascend_npu_agent_build_info`. */
+export interface BuildInfo {
+  readonly version: string;
+  readonly node: string;
+  /** The DCMI library opened ("" until DCMI is open). */
+  readonly dcmiLibrary: string;
+  /** Spec B.2 chip kind ("" until DCMI is open). */
+  readonly chipKind: string;
+}
+
+/** What `ascend_npu_agent_kubelet_registered` reads: the kubelet layer's per-resource state. */
+export type KubeletRegistrationSource = () => readonly {
+  readonly registered: boolean;
+  readonly activeStreams: number;
+}[];
 
 /** The metric set of one agent. */
 export class AgentMetrics {
@@ -43,26 +68,31 @@ export class AgentMetrics {
   readonly stateCycles: Counter<'cause'>;
   readonly eventLoopLag: Gauge;
   readonly registrations: Counter<'resource' | 'result'>;
-  readonly sinceLastRegistration: Gauge<'resource'>;
+  /** Unix time (s) of the last successful Register per resource (replaces `seconds_since_last_registration`). */
+  readonly lastRegistration: Gauge<'resource'>;
+  /** 1 when every resource is registered with kubelet and its ListAndWatch streams, else 0 (also before start). */
+  readonly kubeletRegistered: Gauge;
+  /** Always 1; the labels say what runs (issue [J] item 3). */
+  readonly buildInfo: Gauge<'version' | 'node' | 'dcmi_library' | 'chip_kind'>;
   readonly listAndWatchSends: Counter<'resource' | 'result'>;
   readonly allocateLatency: Histogram<'resource'>;
   readonly configMapWrites: Counter<'result'>;
   readonly configMapQueueDepth: Gauge;
   /** The chip-reset layer (issue [F]): state gauges, attempt / outcome counters. */
   readonly reset: ResetMetrics;
-  readonly #lastRegistration = new Map<string, number>();
+  /** Per-chip series (issue [J] item 2). */
+  readonly chips: ChipMetrics;
+  /** The chips' labels, attached once DCMI has enumerated them. */
+  readonly names = new ChipNames();
   readonly #loop: IntervalHistogram;
   readonly #now: () => number;
+  #kubelet: KubeletRegistrationSource | undefined;
 
   constructor(registry: Registry, options: AgentMetricsOptions = {}) {
     const registers = [registry];
     this.#now = options.nowSeconds ?? (() => Date.now() / 1000);
     if (options.defaultMetrics ?? true) {
-      collectDefaultMetrics({
-        register: registry,
-        prefix: PREFIX,
-        eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS,
-      });
+      collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
     }
     this.chipsByHealth = new Gauge({
       name: `${PREFIX}chips`,
@@ -148,16 +178,28 @@ export class AgentMetrics {
       labelNames: ['resource', 'result'],
       registers,
     });
-    const last = this.#lastRegistration;
-    const now = this.#now;
-    this.sinceLastRegistration = new Gauge({
-      name: `${PREFIX}seconds_since_last_registration`,
-      help: 'Seconds since the last successful registration, by resource.',
+    this.lastRegistration = new Gauge({
+      name: `${PREFIX}last_registration_timestamp_seconds`,
+      help: 'Unix time of the last successful Register call to kubelet, by resource.',
       labelNames: ['resource'],
       registers,
+    });
+    const kubeletOf = (): KubeletRegistrationSource | undefined => this.#kubelet;
+    this.kubeletRegistered = new Gauge({
+      name: `${PREFIX}kubelet_registered`,
+      help: '1 when every resource is registered with kubelet and its ListAndWatch streams, else 0.',
+      registers,
       collect() {
-        for (const [resource, t] of last) this.set({ resource }, Math.max(0, now() - t));
+        const status = kubeletOf()?.() ?? [];
+        const ok = status.length > 0 && status.every((s) => s.registered && s.activeStreams > 0);
+        this.set(ok ? 1 : 0);
       },
+    });
+    this.buildInfo = new Gauge({
+      name: `${PREFIX}build_info`,
+      help: 'Always 1: the agent version, node, DCMI library and chip kind.',
+      labelNames: ['version', 'node', 'dcmi_library', 'chip_kind'],
+      registers,
     });
     this.listAndWatchSends = new Counter({
       name: `${PREFIX}list_and_watch_sends_total`,
@@ -183,8 +225,28 @@ export class AgentMetrics {
       help: 'Writes waiting in the ConfigMap queue.',
       registers,
     });
-    this.reset = new ResetMetrics(registry, PREFIX);
+    this.reset = new ResetMetrics(registry, PREFIX, this.names);
+    this.chips = new ChipMetrics(registry, PREFIX, this.names);
     for (const mode of ['subscribed', 'polling']) this.fetchMode.set({ mode }, 0);
+  }
+
+  /** Names the chips (B.3 `deviceType`, DCMI's list) in every per-chip series; call once DCMI has enumerated them. */
+  attachChips(deviceType: string, chips: readonly { readonly logicId: number; readonly phyId: number }[]): void {
+    this.names.attach(deviceType, chips);
+  }
+
+  /** Sets `build_info` (its one series is replaced: the DCMI labels are known only once DCMI is open). */
+  setBuildInfo(info: BuildInfo): void {
+    this.buildInfo.reset();
+    this.buildInfo.set(
+      { version: info.version, node: info.node, dcmi_library: info.dcmiLibrary, chip_kind: info.chipKind },
+      1,
+    );
+  }
+
+  /** `kubelet_registered` reads `source` at every scrape (0 until it is given). */
+  followKubelet(source: KubeletRegistrationSource): void {
+    this.#kubelet = source;
   }
 
   /** Sets the reset gauges from `ResetRuntime.status()` (after a change or every period). */
@@ -222,6 +284,7 @@ export class AgentMetrics {
 
   /** Give every store snapshot (the store's `onChange` listener). */
   observeState(state: NodeState, change?: StateChange): void {
+    this.chips.observe(state);
     this.chipsByHealth.reset();
     this.chipsByLevel.reset();
     for (const c of state.chips) {
@@ -241,6 +304,6 @@ export class AgentMetrics {
   /** Hook: a Register call finished. */
   registered(resource: string, ok: boolean): void {
     this.registrations.inc({ resource, result: ok ? 'ok' : 'failed' });
-    if (ok) this.#lastRegistration.set(resource, this.#now());
+    if (ok) this.lastRegistration.set({ resource }, this.#now());
   }
 }

@@ -5,11 +5,15 @@
  * a short attempt).
  *
  * State gauges carry only the current state (value 1) of each task / chip: a state that is not current has no
- * series, which keeps the cardinality at one series per task and per chip and engine.
+ * series, which keeps the cardinality at one series per task and per chip and engine. Chips are labelled as every
+ * per-chip series is (issue [J] item 2): `chip` is the chip's name (`Ascend910-3`), with `logic_id` and `phy_id`.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ResetStatus } from '../reset/reset-runtime.js';
 import type { ResetEvent } from '../reset/types.js';
+import type { ChipNames } from './chip-names.js';
+
+type ChipLabel = 'chip' | 'logic_id' | 'phy_id';
 
 /** Which engine an Event reason belongs to, and what it counts (reasons emitted by src/reset, docs/hot-reset.md). */
 const EVENT_COUNTS: Readonly<
@@ -33,9 +37,15 @@ export class ResetMetrics {
   /** 1 for the current state of each online task (`hot-reset.md` §3.9 task machine). */
   readonly taskState: Gauge<'task' | 'namespace' | 'state'>;
   /** 1 for the current state of each chip, per engine (online §3.9 chip machine; offline §J.2). */
-  readonly chipState: Gauge<'chip' | 'engine' | 'state'>;
+  readonly chipState: Gauge<ChipLabel | 'engine' | 'state'>;
+  /**
+   * 1 for the reset state of each chip of the node, one series per chip (issue [J] item 2): the online engine's
+   * state while the chip is in a task-aware reset episode (§3.9: inReset, resetting, booting, isolated), else the
+   * offline engine's (§J.2: idle, debouncing, resetting, waitingBoot, outOfBand, exhausted).
+   */
+  readonly chipResetState: Gauge<ChipLabel | 'state'>;
   /** Offline reset tokens left per chip (§J.2: 3 per 6 h). */
-  readonly tokens: Gauge<'chip'>;
+  readonly tokens: Gauge<ChipLabel>;
   /** Chips held in the reset coordinator, by owner (a task name or `offline`). */
   readonly held: Gauge<'owner'>;
   /** `-hotReset` mode, and whether the task-aware engine runs on this node. */
@@ -47,8 +57,14 @@ export class ResetMetrics {
   /** Warnings that are not outcomes: tokens used up, a chip's DCMI reset failed, a task skipped. */
   readonly warnings: Counter<'engine' | 'reason'>;
   #source: (() => ResetStatus) | undefined;
+  /** A status was given by {@link observe}. */
+  #observed = false;
 
-  constructor(registry: Registry, prefix: string) {
+  constructor(
+    registry: Registry,
+    prefix: string,
+    private readonly names: ChipNames,
+  ) {
     const registers = [registry];
     // prom-client calls each gauge's collect() before it reads the gauge (one status per gauge and scrape)
     const collect = (fill: (s: ResetStatus) => void) => (): void => {
@@ -71,15 +87,27 @@ export class ResetMetrics {
     });
     this.chipState = new Gauge({
       name: `${prefix}reset_chip_state`,
-      help: 'Chip reset: 1 for the current state of each chip (logic id) per engine (online §3.9, offline §J.2).',
-      labelNames: ['chip', 'engine', 'state'],
+      help: 'Chip reset: 1 for the current state of each chip per engine (online §3.9, offline §J.2).',
+      labelNames: ['chip', 'logic_id', 'phy_id', 'engine', 'state'],
       registers,
       collect: collect((s) => this.#fillChips(s)),
     });
+    this.chipResetState = new Gauge({
+      name: `${prefix}chip_reset_state`,
+      help: "1 for the chip's current reset state (the online engine's during a task-aware episode, else the offline's).",
+      labelNames: ['chip', 'logic_id', 'phy_id', 'state'],
+      registers,
+      collect: () => {
+        // before the reset layer runs (start-up) every chip is idle
+        if (this.#source === undefined) {
+          if (!this.#observed) this.#fillChipResetState({ offline: [], online: null });
+        } else collect((s) => this.#fillChipResetState(s))();
+      },
+    });
     this.tokens = new Gauge({
       name: `${prefix}reset_tokens`,
-      help: 'Offline reset tokens left per chip (logic id), device-plugin.md §J.2.',
-      labelNames: ['chip'],
+      help: 'Offline reset tokens left per chip, device-plugin.md §J.2.',
+      labelNames: ['chip', 'logic_id', 'phy_id'],
       registers,
       collect: collect((s) => this.#fillTokens(s)),
     });
@@ -125,8 +153,10 @@ export class ResetMetrics {
 
   /** Sets every reset gauge from one status (call after every change and every period, or rely on {@link follow}). */
   observe(status: ResetStatus): void {
+    this.#observed = true;
     this.#fillTasks(status);
     this.#fillChips(status);
+    this.#fillChipResetState(status);
     this.#fillTokens(status);
     this.#fillHeld(status);
     this.#fillMode(status);
@@ -149,15 +179,25 @@ export class ResetMetrics {
 
   #fillChips(s: ResetStatus): void {
     this.chipState.reset();
-    for (const c of s.offline) this.chipState.set({ chip: String(c.logicId), engine: 'offline', state: c.state }, 1);
+    const l = (id: number): Record<ChipLabel, string> => ({ ...this.names.labels(id) });
+    for (const c of s.offline) this.chipState.set({ ...l(c.logicId), engine: 'offline', state: c.state }, 1);
     for (const c of s.online?.chips ?? []) {
-      this.chipState.set({ chip: String(c.logicId), engine: 'online', state: c.state }, 1);
+      this.chipState.set({ ...l(c.logicId), engine: 'online', state: c.state }, 1);
     }
+  }
+
+  #fillChipResetState(s: Pick<ResetStatus, 'offline' | 'online'>): void {
+    this.chipResetState.reset();
+    const state = new Map<number, string>();
+    for (const id of this.names.logicIds()) state.set(id, 'idle');
+    for (const c of s.offline) state.set(c.logicId, c.state);
+    for (const c of s.online?.chips ?? []) if (c.state !== 'normal') state.set(c.logicId, c.state);
+    for (const [id, st] of state) this.chipResetState.set({ ...this.names.labels(id), state: st }, 1);
   }
 
   #fillTokens(s: ResetStatus): void {
     this.tokens.reset();
-    for (const c of s.offline) this.tokens.set({ chip: String(c.logicId) }, c.tokens);
+    for (const c of s.offline) this.tokens.set({ ...this.names.labels(c.logicId) }, c.tokens);
   }
 
   #fillHeld(s: ResetStatus): void {

@@ -37,9 +37,20 @@ function midReset(): ResetStatus {
   };
 }
 
+/** Chips 0..9 with phy id 9 - logic id, so that the chip name (by phy id) and the logic id differ. */
+const CHIPS = Array.from({ length: 10 }, (_, i) => ({ logicId: i, phyId: 9 - i }));
+
+/** The chip labels of logic id `id` as the text format writes them (issue [J] item 2). */
+function chip(id: number): string {
+  const phy = CHIPS[id]!.phyId;
+  return `chip="Ascend910-${phy}",logic_id="${id}",phy_id="${phy}"`;
+}
+
 function metrics(): { m: AgentMetrics; registry: Registry } {
   const registry = new Registry();
-  return { m: new AgentMetrics(registry, { defaultMetrics: false }), registry };
+  const m = new AgentMetrics(registry, { defaultMetrics: false });
+  m.attachChips('Ascend910', CHIPS);
+  return { m, registry };
 }
 
 describe('reset metrics (issue [F] item 4)', () => {
@@ -53,15 +64,42 @@ describe('reset metrics (issue [F] item 4)', () => {
     expect(text).not.toMatch(/reset_task_state\{task="job1",namespace="default",state="(?!waitingBoot)/);
   });
 
-  test('§3.9 / §J.2 chip state per engine, by logic id', async () => {
+  test('§3.9 / §J.2 chip state per engine, the chip named as everywhere else (issue [J] item 2)', async () => {
     const { m, registry } = metrics();
     m.observeReset(midReset());
     const text = await registry.metrics();
     m.close();
-    expect(text).toContain('ascend_npu_agent_reset_chip_state{chip="0",engine="online",state="booting"} 1');
-    expect(text).toContain('ascend_npu_agent_reset_chip_state{chip="8",engine="online",state="normal"} 1');
-    expect(text).toContain('ascend_npu_agent_reset_chip_state{chip="0",engine="offline",state="idle"} 1');
-    expect(text).toContain('ascend_npu_agent_reset_chip_state{chip="9",engine="offline",state="waitingBoot"} 1');
+    expect(text).toContain(`ascend_npu_agent_reset_chip_state{${chip(0)},engine="online",state="booting"} 1`);
+    expect(text).toContain(`ascend_npu_agent_reset_chip_state{${chip(8)},engine="online",state="normal"} 1`);
+    expect(text).toContain(`ascend_npu_agent_reset_chip_state{${chip(0)},engine="offline",state="idle"} 1`);
+    expect(text).toContain(`ascend_npu_agent_reset_chip_state{${chip(9)},engine="offline",state="waitingBoot"} 1`);
+  });
+
+  test('issue [J] item 2 chip_reset_state: one series per chip, the online state during an episode, else the offline', async () => {
+    const { m, registry } = metrics();
+    m.observeReset(midReset());
+    const text = await registry.metrics();
+    m.close();
+    const series = text.split('\n').filter((l) => l.startsWith('ascend_npu_agent_chip_reset_state{'));
+    expect(series).toHaveLength(CHIPS.length);
+    expect(text).toContain(`ascend_npu_agent_chip_reset_state{${chip(0)},state="booting"} 1`);
+    expect(text).toContain(`ascend_npu_agent_chip_reset_state{${chip(1)},state="inReset"} 1`);
+    expect(text).toContain(`ascend_npu_agent_chip_reset_state{${chip(8)},state="idle"} 1`); // online "normal"
+    expect(text).toContain(`ascend_npu_agent_chip_reset_state{${chip(9)},state="waitingBoot"} 1`);
+    expect(text).toContain(`ascend_npu_agent_chip_reset_state{${chip(5)},state="idle"} 1`);
+  });
+
+  test('issue [J] item 2 chip_reset_state: every chip idle before the reset layer runs; the old state goes', async () => {
+    const { m, registry } = metrics();
+    expect(await registry.metrics()).toContain(`ascend_npu_agent_chip_reset_state{${chip(3)},state="idle"} 1`);
+    let status = midReset();
+    m.followReset(() => status);
+    expect(await registry.metrics()).toContain(`ascend_npu_agent_chip_reset_state{${chip(9)},state="waitingBoot"} 1`);
+    status = { ...status, offline: [{ logicId: 9, state: 'idle', tokens: 2 }] };
+    const text = await registry.metrics();
+    m.close();
+    expect(text).toContain(`ascend_npu_agent_chip_reset_state{${chip(9)},state="idle"} 1`);
+    expect(text).not.toContain(`ascend_npu_agent_chip_reset_state{${chip(9)},state="waitingBoot"}`);
   });
 
   test('§J.2 offline tokens left per chip', async () => {
@@ -69,8 +107,8 @@ describe('reset metrics (issue [F] item 4)', () => {
     m.observeReset(midReset());
     const text = await registry.metrics();
     m.close();
-    expect(text).toContain('ascend_npu_agent_reset_tokens{chip="0"} 3');
-    expect(text).toContain('ascend_npu_agent_reset_tokens{chip="9"} 2');
+    expect(text).toContain(`ascend_npu_agent_reset_tokens{${chip(0)}} 3`);
+    expect(text).toContain(`ascend_npu_agent_reset_tokens{${chip(9)}} 2`);
   });
 
   test('D4 chips held in the coordinator, by owner, and the -hotReset mode', async () => {
@@ -97,7 +135,7 @@ describe('reset metrics (issue [F] item 4)', () => {
     m.close();
     expect(text).not.toContain('reset_task_state{');
     expect(text).not.toContain('state="waitingBoot"');
-    expect(text).toContain('ascend_npu_agent_reset_chip_state{chip="9",engine="offline",state="idle"} 1');
+    expect(text).toContain(`ascend_npu_agent_reset_chip_state{${chip(9)},engine="offline",state="idle"} 1`);
     expect(text).not.toContain('reset_chips_held{');
   });
 
@@ -142,7 +180,7 @@ describe('reset metrics (issue [F] item 4)', () => {
     const text = await registry.metrics();
     m.close();
     expect(text).toContain('ascend_npu_agent_reset_mode{online="false"} -1');
-    expect(text).toContain('ascend_npu_agent_reset_chip_state{chip="0",engine="offline",state="idle"} 1');
+    expect(text).toContain(`ascend_npu_agent_reset_chip_state{${chip(0)},engine="offline",state="idle"} 1`);
   });
 
   test('Events: offline attempts and results are counted per reset that ends', async () => {
