@@ -188,16 +188,33 @@ describe('issue [J] 5 the PromQL reader of this test (so the series check does c
 });
 
 describe('issue [J] 5 the alert rules', () => {
-  test('promtool check rules accepts the rules file', async () => {
+  /** Runs promtool; fails with the reason when it is not installed. */
+  async function promtool(args: string[]): Promise<{ code: unknown; out: string }> {
     const r = await new Promise<{ code: unknown; out: string }>((resolve) =>
-      execFile(PROMTOOL, ['check', 'rules', RULES_FILE], { timeout: 60_000 }, (err, stdout, stderr) =>
+      execFile(PROMTOOL, args, { timeout: 60_000, cwd: MONITORING }, (err, stdout, stderr) =>
         resolve({ code: err ? (err as { code?: unknown }).code : 0, out: `${stdout}${stderr}` }),
       ),
     );
     if (r.code === 'ENOENT') {
       throw new Error(`${PROMTOOL} is not installed (Debian: apt-get install prometheus; or PROMTOOL=<path>)`);
     }
+    return r;
+  }
+
+  test('promtool check rules accepts the rules file', async () => {
+    const r = await promtool(['check', 'rules', RULES_FILE]);
     expect([r.code, r.out]).toEqual([0, expect.stringContaining('SUCCESS')]);
+  });
+
+  test('promtool test rules: each alert fires on its case, with its labels and annotations, and not on the next case', async () => {
+    const r = await promtool(['test', 'rules', path.join(MONITORING, 'alert-rules.test.yaml')]);
+    expect([r.code, r.out]).toEqual([0, expect.stringContaining('SUCCESS')]);
+    // every alert of the rules file has a case
+    const tested = (yaml.load(read(path.join(MONITORING, 'alert-rules.test.yaml'))) as { tests: Obj[] }).tests
+      .flatMap((t) => (t.alert_rule_test as Obj[]).filter((a) => (a.exp_alerts as Obj[]).length > 0))
+      .map((a) => String(a.alertname));
+    const alerts = rules.groups.flatMap((g) => g.rules.map((x) => String(x.alert)));
+    expect([...new Set(tested)].sort()).toEqual([...alerts].sort());
   });
 
   test('the alerts of issue [J] 5: chip Unhealthy for > N min, manually separated, not registered, ConfigMap writes failing, no leader', () => {
