@@ -235,7 +235,13 @@ function nextSignal(): Promise<NodeJS.Signals> {
 /** Runs the demo; returns the exit status. */
 export async function runSimulate(args: readonly string[], io: SimulateIo): Promise<number> {
   const opts = parseSimArgs(args);
-  const say = (line = ''): void => void io.out.write(`${line}\n`);
+  // A reader that goes away (`npm start | head`) ends the table, not the demo: without a listener the EPIPE of the
+  // next write would be an uncaught 'error' (a stack trace, the temporary folder left behind).
+  let outClosed = false;
+  const onOutError = (): void => void (outClosed = true);
+  const say = (line = ''): void => {
+    if (!outClosed) io.out.write(`${line}\n`);
+  };
   if (typeof opts === 'object' && 'help' in opts) {
     say(SIMULATE_USAGE.trimEnd());
     return 0;
@@ -258,6 +264,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
   const timelineName =
     opts.timeline ?? (Array.isArray(scenarioDoc.timeline) ? `${opts.scenario} (timeline)` : DEFAULT_TIMELINE);
 
+  io.out.on('error', onOutError);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-sim-'));
   const control = path.join(dir, 'mock.sock');
   const logFile = path.join(dir, 'agent.log');
@@ -449,5 +456,6 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     if (savedEnv.control === undefined) delete process.env.ASCEND_MOCK_CONTROL;
     else process.env.ASCEND_MOCK_CONTROL = savedEnv.control;
     if (!opts.keep) fs.rmSync(dir, { recursive: true, force: true });
+    io.out.off('error', onOutError);
   }
 }

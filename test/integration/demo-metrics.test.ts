@@ -99,6 +99,18 @@ describe('issue [J] 6 the demo', () => {
     }
   }, 90_000);
 
+  test('a reader that goes away (npm start | head) ends the output, not the demo: exit 0, no stack', async () => {
+    const demo = new Demo(['--speed', '50']);
+    try {
+      await demo.until(URL_LINE);
+      demo.child.stdout!.destroy();
+      expect(await demo.exited).toBe(0);
+      expect(demo.err).toBe('');
+    } finally {
+      demo.kill();
+    }
+  }, 90_000);
+
   test('a bad --metricsAddress exits 2 naming it', async () => {
     const demo = new Demo(['--metricsAddress', 'localhost']);
     expect(await demo.exited).toBe(2);
