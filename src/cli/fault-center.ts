@@ -9,6 +9,8 @@
  * have no timeout of their own and an API server that does not answer would hold it forever; a second signal exits
  * at once.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { FaultCenter } from '../cluster/fault-center.js';
 import type { FaultCenterFlags } from '../cluster/flags.js';
@@ -60,11 +62,67 @@ function followSignals(): Running {
   return run;
 }
 
-function kubeConfigOf(m: typeof k8s, flags: FaultCenterFlags): k8s.KubeConfig {
+/** The service-account files of a pod (client-node's `loadFromCluster` reads them from here). */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/** No kubeconfig could be used: the message says every source tried and why each was not taken (exit 2). */
+class KubeconfigError extends Error {
+  override readonly name = 'KubeconfigError';
+}
+
+/**
+ * The API access of the fault center: `-kubeconfig`, else the in-cluster service account, else `$KUBECONFIG`, else
+ * `~/.kube/config`. client-node's `loadFromDefault` alone falls back to `http://localhost:8080` when it finds
+ * nothing, which client-node then refuses at every request ("HTTP protocol is not allowed when skipTLSVerify is not
+ * set or false", retried every 2 s forever): here that, and a plain-http server without `insecure-skip-tls-verify`,
+ * is a {@link KubeconfigError} naming what was tried.
+ */
+function kubeConfigOf(
+  m: typeof k8s,
+  flags: FaultCenterFlags,
+  env: NodeJS.ProcessEnv,
+  home: string,
+): { kc: k8s.KubeConfig; from: string } {
+  const tried: string[] = [];
   const kc = new m.KubeConfig();
-  if (flags.kubeconfig !== '') kc.loadFromFile(flags.kubeconfig);
-  else kc.loadFromDefault();
-  return kc;
+  let from: string | undefined;
+  const load = (what: string, f: () => void): void => {
+    try {
+      f();
+    } catch (e) {
+      throw new KubeconfigError(`${what}: ${(e as Error).message.split('\n')[0]}`);
+    }
+    from = what;
+  };
+  if (flags.kubeconfig !== '') load(`-kubeconfig ${flags.kubeconfig}`, () => kc.loadFromFile(flags.kubeconfig));
+  else tried.push('-kubeconfig: not given');
+  if (from === undefined) {
+    if (!env.KUBERNETES_SERVICE_HOST || !env.KUBERNETES_SERVICE_PORT) {
+      tried.push('in-cluster service account: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT not set');
+    } else if (!fs.existsSync(SERVICE_ACCOUNT_TOKEN)) {
+      tried.push(`in-cluster service account: ${SERVICE_ACCOUNT_TOKEN} not mounted`);
+    } else load('in-cluster service account', () => kc.loadFromCluster());
+  }
+  if (from === undefined) {
+    const files = (env.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== '');
+    if (files.length === 0) tried.push('$KUBECONFIG: not set');
+    // client-node's own merge of the $KUBECONFIG files (loadFromDefault reads $KUBECONFIG first when it is set)
+    else load(`$KUBECONFIG ${files.join(path.delimiter)}`, () => kc.loadFromDefault());
+  }
+  if (from === undefined) {
+    const file = path.join(home, '.kube', 'config');
+    if (!fs.existsSync(file)) tried.push(`${file}: not found`);
+    else load(file, () => kc.loadFromFile(file));
+  }
+  if (from === undefined) throw new KubeconfigError(`no kubeconfig: tried ${tried.join('; ')}`);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster?.server) throw new KubeconfigError(`${from}: its current context names no cluster with a server`);
+  if (cluster.server.startsWith('http://') && cluster.skipTLSVerify !== true) {
+    throw new KubeconfigError(
+      `${from}: server ${cluster.server} is plain http without insecure-skip-tls-verify: true (client-node refuses it)`,
+    );
+  }
+  return { kc, from };
 }
 
 async function main(): Promise<void> {
@@ -106,9 +164,13 @@ async function main(): Promise<void> {
   log.info({ version: packageVersion(), config: { ...flags, identity } }, 'effective configuration');
   let kubeConfig: k8s.KubeConfig;
   try {
-    kubeConfig = kubeConfigOf(m, flags);
+    const found = kubeConfigOf(m, flags, process.env, process.env.HOME ?? os.homedir());
+    kubeConfig = found.kc;
+    log.info({ from: found.from, server: kubeConfig.getCurrentCluster()?.server }, 'Kubernetes API client');
   } catch (e) {
-    process.stderr.write(`ascend-fault-center: kubeconfig: ${(e as Error).message}\n`);
+    if (!(e instanceof KubeconfigError)) throw e;
+    log.error({ error: e.message }, 'no usable kubeconfig');
+    process.stderr.write(`ascend-fault-center: ${e.message}\n`);
     process.exitCode = 2;
     return;
   }

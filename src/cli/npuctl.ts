@@ -10,6 +10,7 @@ import { Command, CommanderError } from 'commander';
 import { PROJECT_ROOT } from '../core/paths.js';
 import { MAX_CONFIG_BYTES, parsePolicy } from '../faults/index.js';
 import { handleHelpAndVersion, packageVersion } from './common.js';
+import { unknownCommandMessage } from './npuctl/commands.js';
 import { checkConfig, renderConfigCheck } from './npuctl/config-check.js';
 import { UsageError, readTextFile } from './npuctl/io.js';
 import { DEFAULT_REPLAY_START, describeTransition, replay } from './npuctl/replay.js';
@@ -190,8 +191,16 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  const program = buildProgram();
+  // commander alone says "unknown command 'x'" (and a guess only for near misses): the closest command and the list
+  const unknown = unknownCommandMessage(program, argv);
+  if (unknown !== undefined) {
+    err(unknown);
+    process.exitCode = 2;
+    return;
+  }
   try {
-    await buildProgram().parseAsync(argv, { from: 'user' });
+    await program.parseAsync(argv, { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) {
       process.exitCode =

@@ -19,7 +19,11 @@ interface FlagDef {
 
 /** All flags. */
 export const FAULT_CENTER_FLAGS = {
-  kubeconfig: { type: 'string', def: '', help: 'kubeconfig file (default: in-cluster, else $KUBECONFIG)' },
+  kubeconfig: {
+    type: 'string',
+    def: '',
+    help: 'kubeconfig file (default: in-cluster, else $KUBECONFIG, else ~/.kube/config)',
+  },
   grpcAddress: { type: 'string', def: ':8899', help: 'address of the PubFault gRPC service' },
   metricsAddress: {
     type: 'string',

@@ -1,10 +1,11 @@
 /**
- * `ascend-npu-agent simulate [--scenario F] [--timeline F] [--speed N] [--dcmiLibrary F]` (architecture §3,
- * `npm start`): the real
+ * `ascend-npu-agent simulate [options]` ({@link SIMULATE_USAGE}; architecture §3, `npm start`): the real
  * agent (`runAgent`) on the mock DCMI library, with the embedded kubelet simulator and Kubernetes API stand-in, every
  * host path in a temporary folder (no root, no cluster, no NPU). It plays the scenario's `timeline` (else
  * `scenarios/timelines/demo.jsonl`), prints a live table after every step — chip, level, health as kubelet sees
- * it, ManuallySeparateNPU, last ConfigMap write — and a final summary, then stops the agent and exits 0.
+ * it, ManuallySeparateNPU, last ConfigMap write — and a final summary, then stops the agent and exits 0. The
+ * agent's metrics URL is printed before the first step and answers until the demo ends (with `--hold`, until
+ * SIGINT/SIGTERM after the summary), so a Prometheus or `curl` can watch the chips' series change (issue [J] item 6).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,6 +23,7 @@ import {
   deviceInfoConfigMapName,
   verifyDeviceInfoCfg,
 } from '../kube/device-info.js';
+import { parseListenAddress } from '../observability/listen-address.js';
 import { createLogger } from '../observability/logger.js';
 import { KubeApiStandIn } from './kube-api.js';
 import { KubeletSimulator } from './kubelet.js';
@@ -31,6 +33,24 @@ import { PLAYER_OPS, playTimeline, readTimelineFile, timelineFromArray, type Tim
 export const SIM_NODE_NAME = 'sim-node';
 export const DEFAULT_SCENARIO = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json');
 export const DEFAULT_TIMELINE = path.join(PROJECT_ROOT, 'scenarios', 'timelines', 'demo.jsonl');
+
+/** `simulate --help`. */
+export const SIMULATE_USAGE = `Usage: ascend-npu-agent simulate [options]      (npm start)
+
+The real agent on the mock DCMI library, with the embedded kubelet simulator and Kubernetes API stand-in, every
+host path in a temporary folder: plays a timeline, prints a table after every step and a summary, exits 0.
+
+Options:
+  --scenario FILE        hardware scenario (default: scenarios/910b-8chip.json)
+  --timeline FILE        timeline, JSON lines (default: the scenario's "timeline", else scenarios/timelines/demo.jsonl)
+  --speed N              play the timeline N times faster, N in (0, 1000] (default: 1)
+  --dcmiLibrary FILE     the DCMI library the agent loads (default: the mock, build/Release/libdcmi.so)
+  --metricsAddress ADDR  the agent's /metrics, /healthz, /readyz, /status: [host]:port (default: 127.0.0.1:0, a
+                         free port); the URL is printed at the start
+  --hold                 after the summary, keep the agent and its metrics running until Ctrl-C (SIGINT or SIGTERM)
+  --keep                 keep the temporary folder (agent log, state) and print the log's path
+  -h, --help             this text
+`;
 
 export interface SimulateIo {
   readonly out: NodeJS.WritableStream;
@@ -44,10 +64,22 @@ interface SimOptions {
   keep: boolean;
   /** The DCMI library the agent runs on (default: the mock). */
   dcmiLibrary: string;
+  /** The agent's `-metricsAddress`. */
+  metricsAddress: string;
+  /** Keep running after the summary until a signal. */
+  hold: boolean;
 }
 
-function parseSimArgs(args: readonly string[]): SimOptions | string {
-  const o: SimOptions = { scenario: DEFAULT_SCENARIO, speed: 1, keep: false, dcmiLibrary: MOCK_DCMI_LIBRARY };
+/** The options, `{ help: true }` for `--help`, or what is wrong. */
+function parseSimArgs(args: readonly string[]): SimOptions | { readonly help: true } | string {
+  const o: SimOptions = {
+    scenario: DEFAULT_SCENARIO,
+    speed: 1,
+    keep: false,
+    dcmiLibrary: MOCK_DCMI_LIBRARY,
+    metricsAddress: '127.0.0.1:0',
+    hold: false,
+  };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     const [name, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -81,11 +113,25 @@ function parseSimArgs(args: readonly string[]): SimOptions | string {
         o.dcmiLibrary = path.resolve(v);
         break;
       }
+      case '--metricsAddress':
+      case '-metricsAddress': {
+        const v = value() ?? '';
+        if (parseListenAddress(v) === undefined) return `${name} must be [host]:port, got ${JSON.stringify(v)}`;
+        o.metricsAddress = v;
+        break;
+      }
       case '--keep':
         o.keep = true;
         break;
+      case '--hold':
+        o.hold = true;
+        break;
+      case '--help':
+      case '-help':
+      case '-h':
+        return { help: true };
       default:
-        return `unknown simulate argument ${a}; usage: simulate [--scenario FILE] [--timeline FILE] [--speed N] [--dcmiLibrary FILE] [--keep]`;
+        return `unknown simulate argument ${a}; see simulate --help`;
     }
   }
   return o;
@@ -102,7 +148,13 @@ export function makeDeviceNodes(devDir: string, chips = 16): void {
 /** The agent flags that point every host path into `dir` (architecture §4). */
 export function sandboxFlags(
   dir: string,
-  extra: { kubeconfig?: string; logFile?: string; listWatchPeriod?: number; dcmiLibrary?: string } = {},
+  extra: {
+    kubeconfig?: string;
+    logFile?: string;
+    listWatchPeriod?: number;
+    dcmiLibrary?: string;
+    metricsAddress?: string;
+  } = {},
 ): string[] {
   return [
     `-dcmiLibrary=${extra.dcmiLibrary ?? MOCK_DCMI_LIBRARY}`,
@@ -117,7 +169,7 @@ export function sandboxFlags(
     `-faultCustomizationFile=${path.join(dir, 'faultCustomization.json')}`,
     `-hangDetectionConfigFile=${path.join(dir, 'hangDetectionConfig.json')}`,
     `-logFile=${extra.logFile ?? ''}`,
-    `-metricsAddress=127.0.0.1:0`,
+    `-metricsAddress=${extra.metricsAddress ?? '127.0.0.1:0'}`,
     `-listWatchPeriod=${extra.listWatchPeriod ?? 3}`,
     `-deviceResetTimeout=10`,
     ...(extra.kubeconfig ? [`-kubeconfig=${extra.kubeconfig}`] : []),
@@ -159,10 +211,41 @@ export async function operatorRelease(core: k8s.CoreV1Api, nodeName: string, chi
   return false;
 }
 
+/** The URL of the agent's `/metrics` listening on `address` (every interface: this host's loopback). */
+export function metricsUrl(address: string, port: number): string {
+  const host = parseListenAddress(address)?.host ?? '';
+  const shown =
+    host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}/metrics`;
+}
+
+/** Resolves at the first SIGINT or SIGTERM (the handlers are removed then). */
+function nextSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals): void => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
 /** Runs the demo; returns the exit status. */
 export async function runSimulate(args: readonly string[], io: SimulateIo): Promise<number> {
   const opts = parseSimArgs(args);
-  const say = (line = ''): void => void io.out.write(`${line}\n`);
+  // A reader that goes away (`npm start | head`) ends the table, not the demo: without a listener the EPIPE of the
+  // next write would be an uncaught 'error' (a stack trace, the temporary folder left behind).
+  let outClosed = false;
+  const onOutError = (): void => void (outClosed = true);
+  const say = (line = ''): void => {
+    if (!outClosed) io.out.write(`${line}\n`);
+  };
+  if (typeof opts === 'object' && 'help' in opts) {
+    say(SIMULATE_USAGE.trimEnd());
+    return 0;
+  }
   if (typeof opts === 'string') {
     io.err.write(`ascend-npu-agent simulate: ${opts}\n`);
     return 2;
@@ -181,6 +264,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
   const timelineName =
     opts.timeline ?? (Array.isArray(scenarioDoc.timeline) ? `${opts.scenario} (timeline)` : DEFAULT_TIMELINE);
 
+  io.out.on('error', onOutError);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npu-sim-'));
   const control = path.join(dir, 'mock.sock');
   const logFile = path.join(dir, 'agent.log');
@@ -206,7 +290,13 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     // The mock reads these on the first dcmi_init (architecture §5); hccn_tool inherits them.
     process.env.ASCEND_MOCK_SCENARIO = opts.scenario;
     process.env.ASCEND_MOCK_CONTROL = control;
-    const parsed = parseAgentArgs(sandboxFlags(dir, { kubeconfig, logFile, dcmiLibrary: opts.dcmiLibrary }), {
+    const flags = sandboxFlags(dir, {
+      kubeconfig,
+      logFile,
+      dcmiLibrary: opts.dcmiLibrary,
+      metricsAddress: opts.metricsAddress,
+    });
+    const parsed = parseAgentArgs(flags, {
       NODE_NAME: SIM_NODE_NAME,
     });
     if (!parsed.ok) throw new Error(parsed.errors.join('; '));
@@ -228,6 +318,12 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     say(
       `timeline ${path.isAbsolute(timelineName) ? path.relative(PROJECT_ROOT, timelineName) : timelineName}: ${steps.length} steps; agent log ${opts.keep ? logFile : '(temporary)'}`,
     );
+    const url = a.metricsPort === undefined ? undefined : metricsUrl(opts.metricsAddress, a.metricsPort);
+    if (url !== undefined) {
+      say(
+        `metrics ${url} (also /healthz, /readyz, /status), served until the demo ends${opts.hold ? ' (--hold: until Ctrl-C)' : ''}`,
+      );
+    }
     say();
 
     const cmName = deviceInfoConfigMapName(SIM_NODE_NAME);
@@ -340,6 +436,12 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     );
     say(`  Events              ${events.length}`);
     say(`  health mode         ${a.healthMode()}`);
+    if (opts.hold) {
+      say();
+      say(`holding: the agent and ${url ?? 'its metrics'} keep running until Ctrl-C (SIGINT or SIGTERM)`);
+      const sig = await nextSignal();
+      say(`${sig}: stopping`);
+    }
     return 0;
   } catch (err) {
     io.err.write(`ascend-npu-agent simulate: ${(err as Error).message}\n`);
@@ -354,5 +456,6 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     if (savedEnv.control === undefined) delete process.env.ASCEND_MOCK_CONTROL;
     else process.env.ASCEND_MOCK_CONTROL = savedEnv.control;
     if (!opts.keep) fs.rmSync(dir, { recursive: true, force: true });
+    io.out.off('error', onOutError);
   }
 }
