@@ -3,6 +3,7 @@
  * (`-podResourcesSocket`). A pass runs on every pod-cache change and every `-listWatchPeriod`
  * (`PodAnnotationPasses`: one at a time, and only while a pod waits for its annotation).
  */
+import { effectiveShareCount } from '../core/device-names.js';
 import { errorMessage as message } from '../core/errors.js';
 import { PodAnnotationPasses } from '../kube/pod-annotation-passes.js';
 import { PodAnnotator, rankTableOf, type RankChip } from '../kube/pod-annotator.js';
@@ -57,6 +58,7 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
       rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
       volcanoType: flags.volcanoType,
       realOf: d.realOf,
+      ...(effectiveShareCount(hw.kind, flags.shareDevCount) > 1 ? { shareMode: true } : {}),
       logger: log,
     }),
     pods: cache,

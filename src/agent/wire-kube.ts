@@ -5,7 +5,7 @@
  * operator's release (`store.release`), what the ConfigMap holds (`store.confirmWritten`), the deferred G.3 restore
  * (`store.restore`).
  */
-import { chipName } from '../core/device-names.js';
+import { chipName, effectiveShareCount } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
@@ -107,11 +107,16 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     cmFailuresSeen = Math.max(cmFailuresSeen, failed);
     metrics.configMapQueueDepth.set(st.pendingSinceMs !== undefined ? 1 : 0);
   };
+  const shareCount = effectiveShareCount(hw.kind, flags.shareDevCount);
   const viewOptions = {
     runMode: hw.runMode,
     resourceName: hw.resourceName,
     superPodId: hw.superPodId,
     serverIndex: hw.serverIndex,
+    // spec B.3 share mode: every copy listed, only the copies a pod holds left out of the schedulable list
+    ...(shareCount > 1
+      ? { shareCount, namesInUse: () => d.pods.cache?.devicesInUse(hw.deviceType) ?? new Set<string>() }
+      : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
@@ -132,6 +137,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     },
   });
   ctx.cleanups.push('publisher', () => publisher.stop());
+  // share mode: which copies pods hold is not chip state (no store change follows a pod change), so a pod change
+  // is itself a change of the view (spec H.3)
+  if (shareCount > 1) d.pods.onChange(() => publisher.changed());
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;

@@ -3,6 +3,7 @@
  * subscribes to the store first (when wired, before every other projection), so kubelet sees each snapshot first; the
  * device-plugin servers are built and registered at `start()`: wait for the kubelet folder, register every resource.
  */
+import { effectiveShareCount } from '../core/device-names.js';
 import { errorMessage as message } from '../core/errors.js';
 import type { PodCache } from '../core/pods.js';
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
@@ -30,7 +31,16 @@ export interface KubeletLayer {
 
 export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore): KubeletLayer {
   const { flags, log, metrics, config } = ctx;
-  const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
+  const shareCount = effectiveShareCount(hw.kind, flags.shareDevCount);
+  if (flags.shareDevCount > 1 && shareCount === 1) {
+    // upstream ignores the flag on these kinds too (ShareDev() is 310P/310B only); said once, not silently
+    log.warn(
+      { shareDevCount: flags.shareDevCount, chipKind: hw.kind },
+      '-shareDevCount has no effect on this chip kind (share mode is 310P/310B only, spec A.1): one device per chip',
+    );
+  }
+  // subscribed first: kubelet sees a snapshot before anyone else
+  const devices = new StoreDeviceSource(store, { shareCount });
   ctx.cleanups.push('device source', () => devices.close());
   let mgr: DevicePluginManager | undefined;
   return {

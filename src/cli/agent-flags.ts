@@ -112,9 +112,8 @@ export const AGENT_FLAGS = {
     def: 1,
     min: 1,
     max: 100,
-    support: 'not-yet',
-    feature: '310/310P share mode (shareDevCount > 1)',
-    help: 'advertise each chip N times',
+    support: 'yes',
+    help: '310P/310B share mode: advertise each chip N times as <name>-<phy>-<i> (no effect on other kinds)',
   },
   linkdownTimeout: {
     kind: 'int64',
