@@ -21,6 +21,7 @@ import { observeCalls } from './observe-calls.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
 import { wireAnnotator } from './wire-annotate.js';
+import { mixedInsertTypesOf } from './wire-kubelet.js';
 import type { PodsLayer } from './wire-pods.js';
 
 /** The kube layer's outputs. */
@@ -117,6 +118,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     ...(shareCount > 1
       ? { shareCount, namesInUse: () => d.pods.cache?.devicesInUse(hw.deviceType) ?? new Set<string>() }
       : {}),
+    // spec B.3 mixed insert: the per-type names (the kubelet layer checked the node and refused a bad one first)
+    ...(flags.use310PMixedInsert ? { mixedTypes: mixedInsertTypesOf(hw, log) } : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran

@@ -96,9 +96,8 @@ export const AGENT_FLAGS = {
   use310PMixedInsert: {
     kind: 'bool',
     def: false,
-    support: 'not-yet',
-    feature: '310P mixed insert',
-    help: 'per-product-type 310P resources',
+    support: 'yes',
+    help: '310P mixed insert: one resource per product type (Ascend310P-V, -VPro, -IPro)',
     env: 'ASCEND_AGENT_USE_310P_MIXED_INSERT',
   },
   hotReset: {

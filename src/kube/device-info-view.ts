@@ -35,6 +35,12 @@ export interface DeviceInfoViewOptions {
   readonly shareCount?: number;
   /** Share mode: the device names active pods hold (their device annotations), inner or public spelling. */
   readonly namesInUse?: () => ReadonlySet<string>;
+  /**
+   * 310P mixed insert (spec B.3): each chip's device type by logic id. As upstream, the health and fault lists name
+   * the chip `<type>-<phy>` (`Ascend310P-V-0`) and the schedulable list `huawei.com/Ascend310P` stays empty (upstream
+   * fills it from the `Ascend310P` device type, which a mixed node does not have; Volcano is off in this mode).
+   */
+  readonly mixedTypes?: ReadonlyMap<number, string>;
 }
 
 function copiesOf(chipName: string, o: DeviceInfoViewOptions, inUse: ReadonlySet<string>): ShareCopyView[] {
@@ -67,6 +73,14 @@ function faultsOf(
   };
 }
 
+/** Mixed insert: the chip listed under its per-type name only, off the schedulable list. */
+function mixedOf(v: ChipState, o: DeviceInfoViewOptions): Partial<DeviceInfoChip> {
+  const type = o.mixedTypes?.get(v.logicId);
+  if (!o.mixedTypes) return {};
+  const pub = o.publicName ?? ((n: string) => n);
+  return { withheld: true, copies: type === undefined ? [] : [{ name: pub(`${type}-${v.phyId}`), podUsed: false }] };
+}
+
 /** The view of the snapshot's chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
 export function deviceInfoViewOf(
   chips: readonly ChipState[],
@@ -96,6 +110,7 @@ export function deviceInfoViewOf(
       reasons,
       manuallySeparated: v.manuallySeparated,
       ...(shared ? { copies: copiesOf(v.name, o, inUse) } : {}),
+      ...mixedOf(v, o),
     };
   });
   const switchInfo = o.switchInfoCfg?.();

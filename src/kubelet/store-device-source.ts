@@ -2,7 +2,7 @@
  * The store seen by the kubelet layer: an implementation of [C]'s {@link DeviceSource}. Physical chips (spec B.3
  * first row: `Ascend910-<phy>`, `Ascend310P-<phy>`, `Ascend310-<phy>`, `npu-<phy>`), or, in 310P/310B share mode
  * (`-shareDevCount` N > 1), N copies of each chip (`<name>-<phy>-<i>`, B.3 third row) that all carry the chip's
- * health, level and topology. Health is the engine's D.7 chip health (kubelet never sees network health). A new
+ * health, level and topology, or, with 310P mixed insert, one device type per product type (B.3 fourth row). Health is the engine's D.7 chip health (kubelet never sees network health). A new
  * device snapshot is published only when something kubelet can see changed.
  */
 import { freezeSnapshot, type DeviceSnapshot, type DeviceSource, type KubeletDevice } from './device-source.js';
@@ -16,6 +16,12 @@ export interface DeviceLayout {
    * (`effectiveShareCount`).
    */
   readonly shareCount?: number;
+  /**
+   * 310P mixed insert (spec B.3): the device type of each chip by logic id (`Ascend310P-V`, `Ascend310P-VPro`,
+   * `Ascend310P-IPro`); the chips are grouped by it, one device type (and server) each, named `<type>-<phy>`. A chip
+   * without a type is not advertised.
+   */
+  readonly mixedTypes?: ReadonlyMap<number, string>;
 }
 
 /** Maps one snapshot of the store to the kubelet view. */
@@ -23,6 +29,8 @@ export function toDeviceSnapshot(state: NodeState, layout: DeviceLayout = {}): D
   const type = managerName(state.node.chipKind);
   const copies = layout.shareCount ?? 1;
   const devices: KubeletDevice[] = [];
+  const mixed = layout.mixedTypes;
+  const byType: Record<string, KubeletDevice[]> = {};
   for (const c of state.chips) {
     const base: Omit<KubeletDevice, 'id'> = {
       logicId: c.logicId,
@@ -34,10 +42,13 @@ export function toDeviceSnapshot(state: NodeState, layout: DeviceLayout = {}): D
       manuallySeparated: c.manuallySeparated,
       ...(c.numaNode !== undefined ? { numaNode: c.numaNode } : {}),
     };
-    if (copies <= 1) devices.push({ id: chipName(type, c.phyId), ...base });
+    if (mixed) {
+      const t = mixed.get(c.logicId);
+      if (t !== undefined) (byType[t] ??= []).push({ id: chipName(t, c.phyId), ...base });
+    } else if (copies <= 1) devices.push({ id: chipName(type, c.phyId), ...base });
     else for (let i = 0; i < copies; i++) devices.push({ id: shareName(type, c.phyId, i), ...base });
   }
-  return { node: state.node, deviceTypes: { [type]: devices } };
+  return { node: state.node, deviceTypes: mixed ? byType : { [type]: devices } };
 }
 
 function sameDevices(a: DeviceSnapshot, b: DeviceSnapshot): boolean {

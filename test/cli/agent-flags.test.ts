@@ -179,6 +179,10 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
     ]);
   });
 
+  test('issue 17 item 4: -use310PMixedInsert=true without -volcanoType is accepted (the node is checked at start)', () => {
+    expect(ok(['-use310PMixedInsert=true']).flags.use310PMixedInsert).toBe(true);
+  });
+
   test('-presetVirtualDevice=false needs -shareDevCount=1', () => {
     expect(errors(['-presetVirtualDevice=false', '-volcanoType', '-shareDevCount=2'])[0]).toBe(
       '-presetVirtualDevice=false requires -shareDevCount=1',
@@ -218,7 +222,6 @@ describe('A.1 features not built yet', () => {
   const notYet: [string, string][] = [
     ['presetVirtualDevice', 'false -volcanoType'],
     ['fdFlag', 'true'],
-    ['use310PMixedInsert', 'true'],
     ['getPodFromKubelet', 'true'],
     ['enableSlowNode', 'true'],
     ['edgeLogFile', '/tmp/x.log'],
