@@ -9,6 +9,7 @@ import { PodAnnotationPasses } from '../kube/pod-annotation-passes.js';
 import { PodAnnotator, rankTableOf, type RankChip } from '../kube/pod-annotator.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import type { AgentContext } from './context.js';
+import { loadPublicNames } from './public-names.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
 import type { PodsLayer } from './wire-pods.js';
@@ -47,6 +48,9 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
   }
   if (!podResources || !cache) return { pass: () => undefined, onAnnotated: () => undefined, stop: () => undefined };
   const client = podResources;
+  // spec L.6: kubelet knows the public resource and IDs; the annotator works on inner names and writes public ones
+  const names = loadPublicNames(ctx, hw, false);
+  const publicResource = names.resource(hw.resourceName);
   const passes = new PodAnnotationPasses({
     annotator: new PodAnnotator({
       api: d.api.core,
@@ -59,12 +63,16 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
       volcanoType: flags.volcanoType,
       realOf: d.realOf,
       ...(effectiveShareCount(hw.kind, flags.shareDevCount) > 1 ? { shareMode: true } : {}),
+      ...(names.active ? { publicName: names.name, podKey: names.podKey } : {}),
       logger: log,
     }),
     pods: cache,
-    resourceName: hw.resourceName,
+    resourceName: publicResource,
     deviceType: hw.deviceType,
-    held: () => client.devicesInUse(new Set([hw.resourceName])),
+    held: async () =>
+      (await client.devicesInUse(new Set([publicResource]))).map((p) =>
+        names.active ? { ...p, resourceName: hw.resourceName, deviceIds: p.deviceIds.map(names.inner) } : p,
+      ),
     onAnnotated: (namespace, name) => {
       for (const l of listeners) l(namespace, name);
     },

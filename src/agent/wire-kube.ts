@@ -21,6 +21,7 @@ import { observeCalls } from './observe-calls.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
 import { wireAnnotator } from './wire-annotate.js';
+import { loadPublicNames } from './public-names.js';
 import { mixedInsertTypesOf } from './wire-kubelet.js';
 import type { PodsLayer } from './wire-pods.js';
 
@@ -75,12 +76,14 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     };
   }
   const events = api.events;
+  // spec L.6: the ConfigMap, the node annotation and the pod annotations carry public names; the store keeps inner
+  const names = loadPublicNames(ctx, hw, false);
   // the C.5 addresses of the rank table, read with the node labels (at start and at every refresh)
   let rankChips: ReadonlyMap<number, RankChip> = new Map();
   const chipAddresses = (): readonly BaseDeviceInfo[] => {
     const a = readChipAddresses(hw.dcmi, hw.chips, hw.kind, hw.deviceType);
     rankChips = a.rank;
-    return a.base;
+    return names.active ? a.base.map((b) => ({ ...b, name: names.name(b.name) })) : a.base;
   };
   const labeler = new NodeLabeler({
     api: api.core,
@@ -111,9 +114,10 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   const shareCount = effectiveShareCount(hw.kind, flags.shareDevCount);
   const viewOptions = {
     runMode: hw.runMode,
-    resourceName: hw.resourceName,
+    resourceName: names.resource(hw.resourceName),
     superPodId: hw.superPodId,
     serverIndex: hw.serverIndex,
+    ...(names.active ? { publicName: names.name } : {}),
     // spec B.3 share mode: every copy listed, only the copies a pod holds left out of the schedulable list
     ...(shareCount > 1
       ? { shareCount, namesInUse: () => d.pods.cache?.devicesInUse(hw.deviceType) ?? new Set<string>() }
@@ -134,6 +138,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     separation: storeSeparationHost(store, hw.runMode),
     ...(d.restored ? { confirmedManual: d.restored.confirmedManual } : {}),
     lateStartup: (v) => store.restore(v), // its confirmedManual is what counts as live (not the separations)
+    ...(names.active ? { innerNames: names } : {}),
     onWritten: () => {
       metrics.configMapWrites.inc({ result: 'ok' });
       void labeler.onDeviceInfoWritten();

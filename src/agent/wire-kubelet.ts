@@ -14,6 +14,7 @@ import { StoreDeviceSource } from '../kubelet/store-device-source.js';
 import type { NodeStateStore } from '../state/store.js';
 import type { AgentContext } from './context.js';
 import { AgentStartError, EXIT, StartAborted } from './errors.js';
+import { loadPublicNames } from './public-names.js';
 import type { DcmiLayer } from './wire-dcmi.js';
 
 /** The kubelet layer. */
@@ -91,9 +92,10 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
       '-shareDevCount has no effect on this chip kind (share mode is 310P/310B only, spec A.1): one device per chip',
     );
   }
-  // subscribed first: kubelet sees a snapshot before anyone else
+  const names = loadPublicNames(ctx, hw, true); // spec L.6; the one wiring that reports the file's problems
   const mixedTypes = flags.use310PMixedInsert ? mixedInsertTypesOf(hw, log) : undefined;
   if (mixedTypes) log.info({ types: Object.fromEntries(mixedTypes) }, '310P mixed insert: device type by logic id');
+  // subscribed first: kubelet sees a snapshot before anyone else
   const devices = new StoreDeviceSource(store, mixedTypes ? { mixedTypes } : { shareCount });
   ctx.cleanups.push('device source', () => devices.close());
   let mgr: DevicePluginManager | undefined;
@@ -115,6 +117,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
           listWatchPeriodSec: flags.listWatchPeriod,
           waitTimeoutMs,
           onFatal,
+          ...(names.active ? { names } : {}),
         });
       } catch (err) {
         if (err instanceof DeviceNodeMissingError)

@@ -8,6 +8,7 @@ import { chipName } from '../core/device-names.js';
 import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
 import type { NodeStateStore } from '../state/store.js';
 import type { AgentContext } from './context.js';
+import { loadPublicNames } from './public-names.js';
 import { withTimeout } from './lifecycle.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
@@ -30,8 +31,9 @@ export function wirePods(
 ): PodsLayer {
   const listeners: (() => void)[] = [];
   if (!api) return { cache: undefined, onChange: () => undefined, start: () => undefined };
+  const publicNames = loadPublicNames(ctx, hw, false); // spec L.6: our AscendReal values are public names
   const updatePodUsed = (): void => {
-    const names = cache.devicesInUse(hw.deviceType);
+    const names = new Set([...cache.devicesInUse(hw.deviceType)].map(publicNames.inner));
     const used = new Set<number>();
     for (const c of hw.chips) if (names.has(chipName(hw.deviceType, c.phyId))) used.add(c.logicId);
     store.setPodUsed(used);

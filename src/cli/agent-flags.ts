@@ -254,6 +254,12 @@ export const AGENT_FLAGS = {
   devDir: { kind: 'string', def: '/dev', support: 'yes', help: 'where device nodes are looked for' },
   sysDir: { kind: 'string', def: '/sys', support: 'yes', help: 'NUMA and PCI lookups' },
   hostRoot: { kind: 'string', def: '/', support: 'yes', help: 'prefix of the host folders the agent writes' },
+  nameCustomizationFile: {
+    kind: 'string',
+    def: '/usr/local/deviceNameCustomization.json',
+    support: 'yes',
+    help: 'public-name customisation (L.6; no customisation when absent or unusable)',
+  },
   hangDetectionConfigFile: {
     kind: 'string',
     def: '/usr/local/hangDetectionConfig.json',
@@ -530,6 +536,7 @@ export function parseAgentArgs(
     'sysDir',
     'hostRoot',
     'hangDetectionConfigFile',
+    'nameCustomizationFile',
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }

@@ -58,6 +58,8 @@ export interface PodAnnotatorOptions {
   readonly realOf?: (kubeletId: string) => string | undefined;
   /** Public-name rules (L.6) applied to keys and values before patching; identity by default. */
   readonly publicName?: (text: string) => string;
+  /** Public-name rules (L.6) for annotation keys: the 910 rank-table key → `PodConfigurationName`; identity by default. */
+  readonly podKey?: (key: string) => string;
   /** 310P share mode (spec B.3): device names end in `-<i>`, removed before the phy id is read. */
   readonly shareMode?: boolean;
   readonly clock?: QueueClock;
@@ -210,7 +212,7 @@ export class PodAnnotator {
     out[ANNOTATION_ASCEND_REAL] = pub(joinSorted(real));
     if (this.#o.rankTable !== 'none') {
       const key = this.#o.rankTable === 'npu' ? ANNOTATION_RANK_TABLE_NPU : ANNOTATION_RANK_TABLE_910;
-      out[pub(key)] = pub(
+      out[this.#o.podKey ? this.#o.podKey(key) : pub(key)] = pub(
         rankTableJson({
           podName: pod.name,
           podUid: pod.uid,
