@@ -8,7 +8,13 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import type { ServiceError } from '@grpc/grpc-js';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-import { AgentSandbox, deviceList, NODE_NAME, runAgentOnce } from '../helpers/agent-process.js';
+import {
+  AgentSandbox,
+  deviceList,
+  NODE_NAME,
+  RESOURCE as RESOURCE_910,
+  runAgentOnce,
+} from '../helpers/agent-process.js';
 
 const SCENARIO = path.join(PROJECT_ROOT, 'scenarios', '310p-4chip.json');
 const R = 'huawei.com/Ascend310P';
@@ -96,6 +102,16 @@ describe('issue 17 item 1: 310P share mode, agent as a child process', () => {
       20_000,
     );
     expect(list[R]!.split(',')).toEqual(expect.arrayContaining(['Ascend310P-3-0', 'Ascend310P-3-2']));
+  });
+
+  test('A.1 upstream ShareDev(): on a 910B node the flag has no effect, and the log says so', async () => {
+    sb = await AgentSandbox.create();
+    await sb.start([`-shareDevCount=${COPIES}`]);
+    expect(sb.kubelet.devices(RESOURCE_910)!.map((d) => d.ID)).toContain('Ascend910-0');
+    expect(sb.kubelet.devices(RESOURCE_910)).toHaveLength(8);
+    expect(
+      sb.agent!.logs().some((l) => String(l.msg).startsWith('-shareDevCount has no effect on this chip kind')),
+    ).toBe(true);
   });
 
   test('A.1 -shareDevCount > 1 with -volcanoType (no soft share) exits 2 naming the rule', async () => {
