@@ -83,7 +83,7 @@ describe('issue 17 item 1: 310P share mode, agent as a child process', () => {
     expect(err?.details).toContain('Ascend310P-1-0 is Unhealthy');
   });
 
-  test('H.3/I.3 a copy held by a pod leaves the schedulable list; its siblings stay', async () => {
+  test('H.3/I.3 a copy held by a pod leaves the schedulable list, its siblings stay; it returns when the pod is deleted', async () => {
     const s = await shareAgent();
     await s.core().createNamespacedPod({
       namespace: 'default',
@@ -102,7 +102,14 @@ describe('issue 17 item 1: 310P share mode, agent as a child process', () => {
       20_000,
     );
     expect(list[R]!.split(',')).toEqual(expect.arrayContaining(['Ascend310P-3-0', 'Ascend310P-3-2']));
-  });
+    // release on pod deletion: the copy is schedulable again
+    await s.core().deleteNamespacedPod({ namespace: 'default', name: 'infer-0' });
+    await s.until(
+      () => (deviceList(s)?.[R] ?? '').split(',').includes('Ascend310P-3-1'),
+      'Ascend310P-3-1 back on the schedulable list',
+      20_000,
+    );
+  }, 60_000);
 
   test('A.1 upstream ShareDev(): on a 910B node the flag has no effect, and the log says so', async () => {
     sb = await AgentSandbox.create();
