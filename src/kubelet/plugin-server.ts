@@ -357,7 +357,8 @@ export class DevicePluginServer {
   #toStatus(err: unknown, rpc: string): Partial<grpc.StatusObject> {
     if (err instanceof KubeletRequestError) {
       this.#logger.warn({ deviceType: this.deviceType, rpc, code: err.code }, err.message);
-      return { code: err.code, details: err.message };
+      // kubelet (and the pod's events) see the names it sent: spec L.6 public names, identity by default
+      return { code: err.code, details: this.#names.name(this.#names.resource(err.message)) };
     }
     this.#logger.error({ deviceType: this.deviceType, rpc, err }, `${rpc} failed`);
     return { code: grpc.status.INTERNAL, details: `${rpc} failed: ${(err as Error).message}` };

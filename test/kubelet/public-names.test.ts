@@ -151,7 +151,7 @@ describe('L.6 the kubelet servers', () => {
     expect(sim.devices('example.com/accel910')!.map((d) => d.ID)).toEqual(['accel-0', 'accel-1', 'accel-2', 'accel-3']);
   });
 
-  test('L.6/C.3 Allocate maps public IDs back before its checks', async () => {
+  test('L.6/C.3 Allocate maps public IDs back before its checks; a refusal names what kubelet sent', async () => {
     const { sim } = await harness();
     const c = (await sim.allocate('example.com/accel910', [['accel-2', 'accel-0']])).containerResponses[0]!;
     expect(c.envs.ASCEND_VISIBLE_DEVICES).toBe('2,0');
@@ -159,7 +159,7 @@ describe('L.6 the kubelet servers', () => {
       () => undefined,
       (e: unknown) => e as { details: string },
     );
-    expect(err?.details).toContain('unknown device ID "Ascend910-9"');
+    expect(err?.details).toContain('unknown device ID "accel-9" for example.com/accel910');
   });
 
   test('L.6 GetPreferredAllocation takes and returns public IDs', async () => {
