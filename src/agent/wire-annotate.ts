@@ -3,6 +3,7 @@
  * (`-podResourcesSocket`). A pass runs on every pod-cache change and every `-listWatchPeriod`
  * (`PodAnnotationPasses`: one at a time, and only while a pod waits for its annotation).
  */
+import { effectiveShareCount } from '../core/device-names.js';
 import { errorMessage as message } from '../core/errors.js';
 import { PodAnnotationPasses } from '../kube/pod-annotation-passes.js';
 import { PodAnnotator, rankTableOf, type RankChip } from '../kube/pod-annotator.js';
@@ -46,6 +47,9 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
   }
   if (!podResources || !cache) return { pass: () => undefined, onAnnotated: () => undefined, stop: () => undefined };
   const client = podResources;
+  // spec L.6: kubelet knows the public resource and IDs; the annotator works on inner names and writes public ones
+  const names = hw.names;
+  const publicResource = names.resource(hw.resourceName);
   const passes = new PodAnnotationPasses({
     annotator: new PodAnnotator({
       api: d.api.core,
@@ -57,12 +61,17 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
       rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
       volcanoType: flags.volcanoType,
       realOf: d.realOf,
+      ...(effectiveShareCount(hw.kind, flags.shareDevCount) > 1 ? { shareMode: true } : {}),
+      ...(names.active ? { publicName: names.name, podKey: names.podKey } : {}),
       logger: log,
     }),
     pods: cache,
-    resourceName: hw.resourceName,
+    resourceName: publicResource,
     deviceType: hw.deviceType,
-    held: () => client.devicesInUse(new Set([hw.resourceName])),
+    held: async () =>
+      (await client.devicesInUse(new Set([publicResource]))).map((p) =>
+        names.active ? { ...p, resourceName: hw.resourceName, deviceIds: p.deviceIds.map(names.inner) } : p,
+      ),
     onAnnotated: (namespace, name) => {
       for (const l of listeners) l(namespace, name);
     },

@@ -3,6 +3,8 @@
  * enumerated and the node discovered; what later layers need of the hardware is read here once (910A3 multi-die
  * policy and super-pod info, 910A work mode).
  */
+import type { PublicNames } from '../core/public-names.js';
+import { loadPublicNames } from './public-names.js';
 import { errorMessage as message } from '../core/errors.js';
 import type { ChipKind, NodeFacts, RunMode } from '../core/chips.js';
 import { runModeOf } from '../core/chips.js';
@@ -34,6 +36,11 @@ export interface DcmiLayer {
   readonly serverIndex: number;
   /** 910A: the chip work mode is SMP (hot-reset §1.2 gate); false elsewhere. */
   readonly workModeSmp: boolean;
+  /**
+   * Spec L.6: the node's public-name rules from `-nameCustomizationFile`, read once here (its problems logged once)
+   * so every wiring renames with the same rules.
+   */
+  readonly names: PublicNames;
 }
 
 /** Opens DCMI and discovers the node; registers DCMI's close. */
@@ -92,6 +99,7 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
     superPodId,
     serverIndex,
     workModeSmp,
+    names: loadPublicNames(ctx, { deviceType }, true),
   };
 }
 

@@ -5,7 +5,7 @@
  * operator's release (`store.release`), what the ConfigMap holds (`store.confirmWritten`), the deferred G.3 restore
  * (`store.restore`).
  */
-import { chipName } from '../core/device-names.js';
+import { chipName, effectiveShareCount } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
@@ -21,6 +21,7 @@ import { observeCalls } from './observe-calls.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
 import { wireAnnotator } from './wire-annotate.js';
+import { mixedInsertTypesOf } from './wire-kubelet.js';
 import type { PodsLayer } from './wire-pods.js';
 
 /** The kube layer's outputs. */
@@ -74,12 +75,14 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     };
   }
   const events = api.events;
+  // spec L.6: the ConfigMap, the node annotation and the pod annotations carry public names; the store keeps inner
+  const names = hw.names;
   // the C.5 addresses of the rank table, read with the node labels (at start and at every refresh)
   let rankChips: ReadonlyMap<number, RankChip> = new Map();
   const chipAddresses = (): readonly BaseDeviceInfo[] => {
     const a = readChipAddresses(hw.dcmi, hw.chips, hw.kind, hw.deviceType);
     rankChips = a.rank;
-    return a.base;
+    return names.active ? a.base.map((b) => ({ ...b, name: names.name(b.name) })) : a.base;
   };
   const labeler = new NodeLabeler({
     api: api.core,
@@ -107,11 +110,19 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     cmFailuresSeen = Math.max(cmFailuresSeen, failed);
     metrics.configMapQueueDepth.set(st.pendingSinceMs !== undefined ? 1 : 0);
   };
+  const shareCount = effectiveShareCount(hw.kind, flags.shareDevCount);
   const viewOptions = {
     runMode: hw.runMode,
-    resourceName: hw.resourceName,
+    resourceName: names.resource(hw.resourceName),
     superPodId: hw.superPodId,
     serverIndex: hw.serverIndex,
+    ...(names.active ? { publicName: names.name } : {}),
+    // spec B.3 share mode: every copy listed, only the copies a pod holds left out of the schedulable list
+    ...(shareCount > 1
+      ? { shareCount, namesInUse: () => d.pods.cache?.devicesInUse(hw.deviceType) ?? new Set<string>() }
+      : {}),
+    // spec B.3 mixed insert: the per-type names (the kubelet layer checked the node and refused a bad one first)
+    ...(flags.use310PMixedInsert ? { mixedTypes: mixedInsertTypesOf(hw, log) } : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
@@ -126,12 +137,16 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     separation: storeSeparationHost(store, hw.runMode),
     ...(d.restored ? { confirmedManual: d.restored.confirmedManual } : {}),
     lateStartup: (v) => store.restore(v), // its confirmedManual is what counts as live (not the separations)
+    ...(names.active ? { innerNames: names } : {}),
     onWritten: () => {
       metrics.configMapWrites.inc({ result: 'ok' });
       void labeler.onDeviceInfoWritten();
     },
   });
   ctx.cleanups.push('publisher', () => publisher.stop());
+  // share mode: which copies pods hold is not chip state (no store change follows a pod change), so a pod change
+  // is itself a change of the view (spec H.3)
+  if (shareCount > 1) d.pods.onChange(() => publisher.changed());
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;

@@ -3,6 +3,8 @@
  * subscribes to the store first (when wired, before every other projection), so kubelet sees each snapshot first; the
  * device-plugin servers are built and registered at `start()`: wait for the kubelet folder, register every resource.
  */
+import { effectiveShareCount, MIXED_INSERT_TYPES, mixedInsertType } from '../core/device-names.js';
+import type { Logger } from '../core/logger.js';
 import { errorMessage as message } from '../core/errors.js';
 import type { PodCache } from '../core/pods.js';
 import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
@@ -28,9 +30,72 @@ export interface KubeletLayer {
   stop(): Promise<void>;
 }
 
+/**
+ * `-use310PMixedInsert` (spec A.1, B.3; upstream `CheckCardUsageMode`): the node must be 310P and every product
+ * type on it one that can be mixed (`Atlas 300V Pro`, `Atlas 300V`, `Atlas 300I Pro`), else the start fails (exit
+ * 2) naming what was found. Returns each chip's device type by logic id; a chip whose product type cannot be read
+ * is left out with an error in the log (upstream skips it too).
+ */
+export function mixedInsertTypesOf(hw: DcmiLayer, log: Logger): Map<number, string> {
+  const allowed = Object.keys(MIXED_INSERT_TYPES).join(', ');
+  if (hw.kind !== 'Ascend310P') {
+    throw new AgentStartError(
+      `-use310PMixedInsert=true needs an Ascend310P node; this node is ${hw.kind}`,
+      EXIT.BAD_CONFIG,
+    );
+  }
+  const found = hw.facts.productTypes ?? [];
+  const bad = found.filter((p) => mixedInsertType(p) === undefined);
+  if (found.length === 0 || bad.length > 0) {
+    const what =
+      found.length === 0
+        ? 'DCMI reports no product type'
+        : `product type ${bad.map((p) => JSON.stringify(p)).join(', ')}`;
+    throw new AgentStartError(
+      `-use310PMixedInsert=true: ${what}; mixed insert supports only ${allowed}`,
+      EXIT.BAD_CONFIG,
+    );
+  }
+  const types = new Map<number, string>();
+  for (const c of hw.chips) {
+    let product: string;
+    try {
+      product = hw.dcmi.getProductType(c.cardId, c.deviceId);
+    } catch (err) {
+      log.error(
+        { logicId: c.logicId, error: message(err) },
+        'mixed insert: product type unreadable, chip not advertised',
+      );
+      continue;
+    }
+    const t = mixedInsertType(product);
+    if (t === undefined) {
+      log.error(
+        { logicId: c.logicId, productType: product },
+        'mixed insert: product type cannot be mixed, chip not advertised',
+      );
+      continue;
+    }
+    types.set(c.logicId, t);
+  }
+  return types;
+}
+
 export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore): KubeletLayer {
   const { flags, log, metrics, config } = ctx;
-  const devices = new StoreDeviceSource(store); // subscribed first: kubelet sees a snapshot before anyone else
+  const shareCount = effectiveShareCount(hw.kind, flags.shareDevCount);
+  if (flags.shareDevCount > 1 && shareCount === 1) {
+    // upstream ignores the flag on these kinds too (ShareDev() is 310P/310B only); said once, not silently
+    log.warn(
+      { shareDevCount: flags.shareDevCount, chipKind: hw.kind },
+      '-shareDevCount has no effect on this chip kind (share mode is 310P/310B only, spec A.1): one device per chip',
+    );
+  }
+  const names = hw.names; // spec L.6
+  const mixedTypes = flags.use310PMixedInsert ? mixedInsertTypesOf(hw, log) : undefined;
+  if (mixedTypes) log.info({ types: Object.fromEntries(mixedTypes) }, '310P mixed insert: device type by logic id');
+  // subscribed first: kubelet sees a snapshot before anyone else
+  const devices = new StoreDeviceSource(store, mixedTypes ? { mixedTypes } : { shareCount });
   ctx.cleanups.push('device source', () => devices.close());
   let mgr: DevicePluginManager | undefined;
   // The manager counts a server registered until it is queued for its first Register (it is queued only once the
@@ -55,6 +120,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
           listWatchPeriodSec: flags.listWatchPeriod,
           waitTimeoutMs,
           onFatal,
+          ...(names.active ? { names } : {}),
         });
       } catch (err) {
         if (err instanceof DeviceNodeMissingError)

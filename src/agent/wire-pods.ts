@@ -30,8 +30,9 @@ export function wirePods(
 ): PodsLayer {
   const listeners: (() => void)[] = [];
   if (!api) return { cache: undefined, onChange: () => undefined, start: () => undefined };
+  const publicNames = hw.names; // spec L.6: our AscendReal values are public names
   const updatePodUsed = (): void => {
-    const names = cache.devicesInUse(hw.deviceType);
+    const names = new Set([...cache.devicesInUse(hw.deviceType)].map(publicNames.inner));
     const used = new Set<number>();
     for (const c of hw.chips) if (names.has(chipName(hw.deviceType, c.phyId))) used.add(c.logicId);
     store.setPodUsed(used);

@@ -74,7 +74,14 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
   });
   ctx.cleanups.push('store', () => store.stop());
   let restored: RestoreResult | undefined;
-  if (d.live) restored = store.restore(d.live);
+  // spec L.6: the live ConfigMap holds public names; the store and the state file keep the inner ones
+  const names = d.hw.names;
+  const live = d.live && {
+    ...d.live,
+    manuallySeparateNPU: names.inner(d.live.manuallySeparateNPU),
+    upgradeFaultReason: names.innerReasons(d.live.upgradeFaultReason),
+  };
+  if (live) restored = store.restore(live);
   else if (!d.api) {
     // No API server at all: the state file alone (the ConfigMap cannot have changed meanwhile as far as we know).
     const persisted = persistence.load();

@@ -103,9 +103,8 @@ export const AGENT_FLAGS = {
   use310PMixedInsert: {
     kind: 'bool',
     def: false,
-    support: 'not-yet',
-    feature: '310P mixed insert',
-    help: 'per-product-type 310P resources',
+    support: 'yes',
+    help: '310P mixed insert: one resource per product type (Ascend310P-V, -VPro, -IPro)',
     env: 'ASCEND_AGENT_USE_310P_MIXED_INSERT',
   },
   hotReset: {
@@ -119,9 +118,8 @@ export const AGENT_FLAGS = {
     def: 1,
     min: 1,
     max: 100,
-    support: 'not-yet',
-    feature: '310/310P share mode (shareDevCount > 1)',
-    help: 'advertise each chip N times',
+    support: 'yes',
+    help: '310P/310B share mode: advertise each chip N times as <name>-<phy>-<i> (no effect on other kinds)',
   },
   linkdownTimeout: {
     kind: 'int64',
@@ -263,6 +261,12 @@ export const AGENT_FLAGS = {
   devDir: { kind: 'string', def: '/dev', support: 'yes', help: 'where device nodes are looked for' },
   sysDir: { kind: 'string', def: '/sys', support: 'yes', help: 'NUMA and PCI lookups' },
   hostRoot: { kind: 'string', def: '/', support: 'yes', help: 'prefix of the host folders the agent writes' },
+  nameCustomizationFile: {
+    kind: 'string',
+    def: '/usr/local/deviceNameCustomization.json',
+    support: 'yes',
+    help: 'public-name customisation (L.6; no customisation when absent or unusable)',
+  },
   hangDetectionConfigFile: {
     kind: 'string',
     def: '/usr/local/hangDetectionConfig.json',
@@ -539,6 +543,7 @@ export function parseAgentArgs(
     'sysDir',
     'hostRoot',
     'hangDetectionConfigFile',
+    'nameCustomizationFile',
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }

@@ -23,6 +23,38 @@ export function chipName(type: string, phyId: number): string {
   return `${type}-${phyId}`;
 }
 
+/**
+ * Name of copy `index` of physical chip `phyId` in 310/310P share mode (spec B.3): `<type>-<phyId>-<index>`, e.g.
+ * `Ascend310P-3-7`. {@link phyIdOfName} with `shareMode` reads the phy id back.
+ */
+export function shareName(type: string, phyId: number, index: number): string {
+  return `${chipName(type, phyId)}-${index}`;
+}
+
+/**
+ * The number of copies each chip is advertised as (spec A.1 `-shareDevCount`, B.3): the flag on the kinds upstream
+ * shares (`ShareDev()`: real card type Ascend310P or Ascend310B), 1 on every other kind, where upstream ignores
+ * the flag (the agent says so in its start-up log).
+ */
+export function effectiveShareCount(kind: ChipKind, shareDevCount: number): number {
+  return kind === 'Ascend310P' || kind === 'Ascend310B' ? Math.max(1, shareDevCount) : 1;
+}
+
+/**
+ * 310P mixed insert (spec B.3, A.1 `-use310PMixedInsert`): the device type of each product type that may be mixed
+ * on one node (upstream `Get310PProductType`). Any other product type (e.g. `Atlas 300I Duo`) refuses the mode.
+ */
+export const MIXED_INSERT_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  'Atlas 300V Pro': 'Ascend310P-VPro',
+  'Atlas 300V': 'Ascend310P-V',
+  'Atlas 300I Pro': 'Ascend310P-IPro',
+});
+
+/** The mixed-insert device type of a DCMI product type, or undefined when the product cannot be mixed. */
+export function mixedInsertType(productType: string): string | undefined {
+  return Object.hasOwn(MIXED_INSERT_TYPES, productType) ? MIXED_INSERT_TYPES[productType] : undefined;
+}
+
 /** `huawei.com/<deviceType>` (public-name customisation, spec L.6, is not applied here). */
 export function resourceName(deviceType: string): string {
   return `${RESOURCE_PREFIX}${deviceType}`;

@@ -164,6 +164,12 @@ export interface DeviceInfoPublisherOptions {
   readonly logger?: Logger;
   /** Called after every successful write (persistence, metrics). */
   readonly onWritten?: (content: DeviceInfoContent, atMs: number) => void;
+  /**
+   * Public-name customisation (spec L.6): the view is built with public names (its `publicName`), while the
+   * separation host, the store and the state file keep the inner ones; these map what the ConfigMap holds (our
+   * writes, an operator's edits, the late G.3 read) back before it is parsed. Identity by default.
+   */
+  readonly innerNames?: { readonly inner: (value: string) => string; readonly innerReasons: (value: string) => string };
 }
 
 /** Counters beyond the queue's. */
@@ -384,6 +390,11 @@ export class DeviceInfoPublisher {
     this.#queue.close();
   }
 
+  /** A `ManuallySeparateNPU` value as the ConfigMap holds it → inner names (spec L.6). */
+  #inner(value: string): string {
+    return this.#o.innerNames?.inner(value) ?? value;
+  }
+
   #phys(value: string): Set<number> {
     return new Set(parseManualNames(value, this.#o.runMode).phyIds);
   }
@@ -584,8 +595,9 @@ export class DeviceInfoPublisher {
     const data = live?.data ?? {};
     const values: StartupValues = {
       found: live !== undefined,
-      manuallySeparateNPU: data[KEY_MANUALLY_SEPARATE] ?? '',
-      upgradeFaultReason: data[KEY_UPGRADE_REASON] ?? '',
+      manuallySeparateNPU: this.#inner(data[KEY_MANUALLY_SEPARATE] ?? ''),
+      upgradeFaultReason:
+        this.#o.innerNames?.innerReasons(data[KEY_UPGRADE_REASON] ?? '') ?? data[KEY_UPGRADE_REASON] ?? '',
     };
     this.#log.warn({ configMap: this.#name, found: values.found }, 'late G.3 start-up load from the live ConfigMap');
     const restored = this.#o.lateStartup?.(values);
@@ -627,7 +639,7 @@ export class DeviceInfoPublisher {
     };
     this.#lastDeviceList = content.deviceList;
     // Exactly the names this write carried (not the cache now: a cycle may have separated a chip during the write).
-    const value = content.data[KEY_MANUALLY_SEPARATE] ?? '';
+    const value = this.#inner(content.data[KEY_MANUALLY_SEPARATE] ?? '');
     const names = new Set(value === '' ? [] : value.split(','));
     this.#confirm(new Set(this.#o.separation.chips().flatMap((c) => (names.has(c.name) ? [c.phyId] : []))));
     const rv = live.metadata?.resourceVersion;
@@ -646,14 +658,15 @@ export class DeviceInfoPublisher {
   /** spec G.2 against the live object, plus the bad-input rule for hand-edited values. */
   #reconcile(live: k8s.V1ConfigMap): void {
     const data = live.data ?? {};
-    const value = data[KEY_MANUALLY_SEPARATE] ?? '';
+    const raw = data[KEY_MANUALLY_SEPARATE] ?? '';
+    const value = this.#inner(raw);
     const chips = this.#o.separation.chips();
     const byPhy = new Map(chips.map((c) => [c.phyId, c]));
     // The one rule for operator values (shared with restoreEngine at start): all clean, or not used at all.
     const check = checkManualValue(value, this.#o.runMode, new Set(byPhy.keys()));
     if (!check.ok) {
       // Garbage is never adopted and never taken as a release: our state stays and is written over it.
-      this.#report(KEY_MANUALLY_SEPARATE, value, `${check.problems.join('; ')}; nothing released`);
+      this.#report(KEY_MANUALLY_SEPARATE, raw, `${check.problems.join('; ')}; nothing released`);
     } else {
       const phyIds = check.phyIds;
       const listed = new Set(phyIds);
@@ -666,7 +679,7 @@ export class DeviceInfoPublisher {
       if (added.length > 0) {
         // spec G.2: names not in the cache are not adopted; they disappear with this write.
         const names = added.map((p) => byPhy.get(p)!.name).join(',');
-        this.#report('ManuallySeparateNPU', value, `names not separated by this agent are not adopted: ${names}`);
+        this.#report('ManuallySeparateNPU', raw, `names not separated by this agent are not adopted: ${names}`);
       }
       if (released.length > 0) {
         const who = editorOf(live);

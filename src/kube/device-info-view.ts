@@ -7,7 +7,13 @@
 import { isNetworkCode, parseHexCode, type FaultLevel } from '../faults/index.js';
 import type { RunMode } from '../core/chips.js';
 import type { ChipState } from '../state/store.js';
-import type { DeviceInfoChip, DeviceInfoView, FaultScopeView, UpgradeReasonView } from './device-info.js';
+import type {
+  DeviceInfoChip,
+  DeviceInfoView,
+  FaultScopeView,
+  ShareCopyView,
+  UpgradeReasonView,
+} from './device-info.js';
 
 /** Node-wide facts and extra inputs of the view. */
 export interface DeviceInfoViewOptions {
@@ -25,6 +31,27 @@ export interface DeviceInfoViewOptions {
   readonly withheld?: (logicId: number) => boolean;
   /** 910A3/A5 switch faults (L.9). */
   readonly switchInfoCfg?: () => string | undefined;
+  /** 310P/310B share mode (spec B.3): copies per chip; 1 or absent = no copies. */
+  readonly shareCount?: number;
+  /** Share mode: the device names active pods hold (their device annotations), inner or public spelling. */
+  readonly namesInUse?: () => ReadonlySet<string>;
+  /**
+   * 310P mixed insert (spec B.3): each chip's device type by logic id. As upstream, the health and fault lists name
+   * the chip `<type>-<phy>` (`Ascend310P-V-0`) and the schedulable list `huawei.com/Ascend310P` stays empty (upstream
+   * fills it from the `Ascend310P` device type, which a mixed node does not have; Volcano is off in this mode).
+   */
+  readonly mixedTypes?: ReadonlyMap<number, string>;
+}
+
+function copiesOf(chipName: string, o: DeviceInfoViewOptions, inUse: ReadonlySet<string>): ShareCopyView[] {
+  const pub = o.publicName ?? ((n: string) => n);
+  const out: ShareCopyView[] = [];
+  for (let i = 0; i < (o.shareCount ?? 1); i++) {
+    const inner = `${chipName}-${i}`; // shareName(type, phy, i) of the chip's own name
+    const name = pub(inner);
+    out.push({ name, podUsed: inUse.has(inner) || inUse.has(name) });
+  }
+  return out;
 }
 
 function codeOf(text: string): number | undefined {
@@ -46,6 +73,14 @@ function faultsOf(
   };
 }
 
+/** Mixed insert: the chip listed under its per-type name only, off the schedulable list. */
+function mixedOf(v: ChipState, o: DeviceInfoViewOptions): Partial<DeviceInfoChip> {
+  const type = o.mixedTypes?.get(v.logicId);
+  if (!o.mixedTypes) return {};
+  const pub = o.publicName ?? ((n: string) => n);
+  return { withheld: true, copies: type === undefined ? [] : [{ name: pub(`${type}-${v.phyId}`), podUsed: false }] };
+}
+
 /** The view of the snapshot's chips at `nowMs` (without `previousDeviceList`, which the publisher adds). */
 export function deviceInfoViewOf(
   chips: readonly ChipState[],
@@ -53,6 +88,8 @@ export function deviceInfoViewOf(
   nowMs: number,
 ): Omit<DeviceInfoView, 'previousDeviceList'> {
   const pub = o.publicName ?? ((n: string) => n);
+  const shared = (o.shareCount ?? 1) > 1;
+  const inUse = shared ? (o.namesInUse?.() ?? new Set<string>()) : new Set<string>();
   const out: DeviceInfoChip[] = chips.map((v) => {
     const reasons: UpgradeReasonView[] = v.reasons.map((r) => {
       const c = codeOf(r.fault_code);
@@ -72,6 +109,8 @@ export function deviceInfoViewOf(
       networkFaults: faultsOf(v, v.networkLevel, v.networkFaultCodes, v.networkFaultCodeLevels, v.networkRaisedLevel),
       reasons,
       manuallySeparated: v.manuallySeparated,
+      ...(shared ? { copies: copiesOf(v.name, o, inUse) } : {}),
+      ...mixedOf(v, o),
     };
   });
   const switchInfo = o.switchInfoCfg?.();

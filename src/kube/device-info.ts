@@ -85,6 +85,20 @@ export interface DeviceInfoChip {
   readonly reasons: readonly UpgradeReasonView[];
   /** In the manual-separation cache (spec G.1). */
   readonly manuallySeparated: boolean;
+  /**
+   * 310P/310B share mode (spec B.3): the chip's copies. Upstream lists each copy under its own device name in the
+   * health lists and the fault list (one entry per copy), and leaves out of the schedulable list only the copies a
+   * pod holds; `ManuallySeparateNPU` and `UpgradeFaultReason` keep the chip's name.
+   */
+  readonly copies?: readonly ShareCopyView[];
+}
+
+/** One copy of a shared chip (spec B.3 share mode). */
+export interface ShareCopyView {
+  /** Public device name, e.g. `Ascend310P-3-7`. */
+  readonly name: string;
+  /** Listed in an active pod's device annotation. */
+  readonly podUsed: boolean;
 }
 
 /** Everything the device-info ConfigMap is computed from. */
@@ -199,8 +213,12 @@ export function buildDeviceList(view: DeviceInfoView): Record<string, string> {
     if (!VIRTUAL_TYPE.test(k.slice(k.indexOf('/') + 1))) list[k] = v;
   }
   const names = (pick: (c: DeviceInfoChip) => boolean): string =>
-    joinSorted(view.chips.filter(pick).map((c) => c.name));
-  list[r] = names((c) => c.health === 'Healthy' && !c.podUsed && c.withheld !== true);
+    joinSorted(view.chips.filter(pick).flatMap(listedNames));
+  list[r] = joinSorted(
+    view.chips
+      .filter((c) => c.health === 'Healthy' && c.withheld !== true)
+      .flatMap((c) => (c.copies ? c.copies.filter((k) => !k.podUsed).map((k) => k.name) : c.podUsed ? [] : [c.name])),
+  );
   list[`${r}-Unhealthy`] = names((c) => c.health === 'Unhealthy');
   if (view.runMode === 'Ascend910') {
     list[`${r}-NetworkUnhealthy`] = names((c) => c.networkHealth === 'Unhealthy' || c.stickyNetworkUnhealthy === true);
@@ -215,21 +233,30 @@ export function joinSorted(names: readonly string[]): string {
   return [...names].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'))).join(',');
 }
 
-/** The fault entries of all chips: per chip in enumeration order, network entry first (spec H.3). */
+/** The device names a chip is listed under: its copies in share mode, else its own name. */
+function listedNames(c: DeviceInfoChip): readonly string[] {
+  return c.copies ? c.copies.map((k) => k.name) : [c.name];
+}
+
+/**
+ * The fault entries of all chips: per chip in enumeration order, network entry first (spec H.3); in share mode
+ * one set per copy, in copy order.
+ */
 export function faultEntries(chips: readonly DeviceInfoChip[]): FaultEntry[] {
   const out: FaultEntry[] = [];
   for (const c of chips) {
-    if (c.networkFaults.codes.length > 0 || c.networkHealth === 'Unhealthy') {
-      out.push(scopeEntry(c, 'network'));
-    }
-    if (c.chipFaults.codes.length > 0 || c.health === 'Unhealthy') {
-      out.push(scopeEntry(c, 'chip'));
+    const network = c.networkFaults.codes.length > 0 || c.networkHealth === 'Unhealthy';
+    const chip = c.chipFaults.codes.length > 0 || c.health === 'Unhealthy';
+    if (!network && !chip) continue;
+    for (const name of listedNames(c)) {
+      if (network) out.push(scopeEntry(c, 'network', name));
+      if (chip) out.push(scopeEntry(c, 'chip', name));
     }
   }
   return out;
 }
 
-function scopeEntry(c: DeviceInfoChip, scope: 'chip' | 'network'): FaultEntry {
+function scopeEntry(c: DeviceInfoChip, scope: 'chip' | 'network', name: string): FaultEntry {
   const faults = scope === 'chip' ? c.chipFaults : c.networkFaults;
   const reasons = c.reasons.filter((r) => r.scope === scope);
   const codes: string[] = [];
@@ -245,7 +272,7 @@ function scopeEntry(c: DeviceInfoChip, scope: 'chip' | 'network'): FaultEntry {
   }
   return {
     fault_type: scope === 'chip' ? 'CardUnhealthy' : 'CardNetworkUnhealthy',
-    npu_name: c.name,
+    npu_name: name,
     large_model_fault_level: faults.level,
     fault_level: faults.level,
     fault_handling: faults.level,

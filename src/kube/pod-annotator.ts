@@ -58,6 +58,10 @@ export interface PodAnnotatorOptions {
   readonly realOf?: (kubeletId: string) => string | undefined;
   /** Public-name rules (L.6) applied to keys and values before patching; identity by default. */
   readonly publicName?: (text: string) => string;
+  /** Public-name rules (L.6) for annotation keys: the 910 rank-table key → `PodConfigurationName`; identity by default. */
+  readonly podKey?: (key: string) => string;
+  /** 310P share mode (spec B.3): device names end in `-<i>`, removed before the phy id is read. */
+  readonly shareMode?: boolean;
   readonly clock?: QueueClock;
   readonly logger?: Logger;
   /** Spec I.3: 3 tries 200 ms apart. */
@@ -96,11 +100,13 @@ export function rankTableJson(o: {
   realNames: readonly string[];
   chips: ReadonlyMap<number, RankChip>;
   a5: boolean;
+  /** Share mode (spec B.3): the trailing `-<i>` is dropped first; copies of one chip are one device. */
+  shareMode?: boolean;
 }): string {
   const devices: { phy: number; v: GoValue }[] = [];
   for (const name of o.realNames) {
-    const phy = phyIdOfName(name);
-    if (phy === undefined) continue;
+    const phy = phyIdOfName(name, o.shareMode ?? false);
+    if (phy === undefined || (o.shareMode === true && devices.some((d) => d.phy === phy))) continue;
     const chip = o.chips.get(phy);
     const virtual = isVirtualName(name);
     const fields: [string, GoValue][] = [
@@ -206,7 +212,7 @@ export class PodAnnotator {
     out[ANNOTATION_ASCEND_REAL] = pub(joinSorted(real));
     if (this.#o.rankTable !== 'none') {
       const key = this.#o.rankTable === 'npu' ? ANNOTATION_RANK_TABLE_NPU : ANNOTATION_RANK_TABLE_910;
-      out[pub(key)] = pub(
+      out[this.#o.podKey ? this.#o.podKey(key) : pub(key)] = pub(
         rankTableJson({
           podName: pod.name,
           podUid: pod.uid,
@@ -217,6 +223,7 @@ export class PodAnnotator {
           realNames: real,
           chips: this.#o.chips(),
           a5: this.#o.rankTable === 'npu',
+          ...(this.#o.shareMode === true ? { shareMode: true } : {}),
         }),
       );
     }

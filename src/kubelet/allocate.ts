@@ -52,6 +52,8 @@ function describeRefusal(d: KubeletDevice): string | undefined {
 export class Allocator {
   #virtualRuntime = false;
   #queue: Promise<unknown> = Promise.resolve();
+  /** ID → device of the last device list seen (snapshots are immutable: 400 IDs in share mode, spec B.3). */
+  #index: { list: readonly KubeletDevice[]; byId: ReadonlyMap<string, KubeletDevice> } | undefined;
 
   constructor(
     readonly options: AllocatorOptions,
@@ -111,12 +113,13 @@ export class Allocator {
   ): Promise<ContainerAllocateResponse[]> {
     const { deviceType, volcanoType } = this.options;
     const list = snapshot.deviceTypes[deviceType] ?? [];
-    const devices = new Map(list.map((d) => [d.id, d]));
+    if (this.#index?.list !== list) this.#index = { list, byId: new Map(list.map((d) => [d.id, d])) };
+    const devices = this.#index.byId;
     this.validate(requests, devices);
     if (requests.some((ids) => ids.some(isVirtualName))) this.#virtualRuntime = true;
 
     const virtualType = isVirtualName(deviceType);
-    const chips = chipCount(snapshot);
+    const chips = volcanoType ? chipCount(snapshot) : 0; // a walk of every device (400 in share mode): only if needed
     const out: ContainerAllocateResponse[] = [];
     for (const ids of requests) {
       let real: KubeletDevice[] = ids.map((id) => devices.get(id)!);

@@ -70,10 +70,13 @@ export function advertise(devices: readonly KubeletDevice[], map?: KubeletRealMa
   return out.sort((a, b) => goSort(a.id, b.id));
 }
 
-/** The wire form of an advertised list (spec C.1: ID, health, NUMA topology when known). */
-export function toWire(list: readonly AdvertisedDevice[]): Device[] {
+/**
+ * The wire form of an advertised list (spec C.1: ID, health, NUMA topology when known); `publicName` gives the ID
+ * kubelet sees (spec L.6, identity by default).
+ */
+export function toWire(list: readonly AdvertisedDevice[], publicName: (id: string) => string = (id) => id): Device[] {
   return list.map(({ id, real }) => ({
-    ID: id,
+    ID: publicName(id),
     health: real.health,
     topology: real.numaNode === undefined ? null : { nodes: [{ ID: real.numaNode }] },
   }));

@@ -17,6 +17,7 @@ import type { DeviceSource } from './device-source.js';
 import { KubeletWaitTimeoutError } from './errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { PodCache } from '../core/pods.js';
+import type { PublicNames } from '../core/public-names.js';
 import { DevicePluginServer } from './plugin-server.js';
 import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkKubeletPathOwner, checkSocketPath, socketIdentity } from './unix-socket.js';
@@ -71,6 +72,8 @@ export interface DevicePluginManagerOptions {
   readonly now?: () => number;
   /** Owner accepted besides root for the kubelet directory and kubelet.sock (default: this process's uid). */
   readonly ownUid?: number;
+  /** Public-name customisation (spec L.6) of every server; identity by default. */
+  readonly names?: PublicNames;
 }
 
 /** {@link DevicePluginManager.start} ended by its abort signal (the agent is stopping); not a wait timeout. */
@@ -155,6 +158,7 @@ export class DevicePluginManager extends EventEmitter {
             volcanoType: opts.volcanoType,
             useAscendDocker: opts.useAscendDocker,
             ...(opts.pick ? { pick: opts.pick } : {}),
+            ...(opts.names ? { names: opts.names } : {}),
             ...(opts.periodicResendMs === undefined ? {} : { periodicResendMs: opts.periodicResendMs }),
             ...(opts.failedResendMs === undefined ? {} : { failedResendMs: opts.failedResendMs }),
             now: this.#now,

@@ -18,6 +18,7 @@ import type { PreferredAllocationResponse } from '../generated/deviceplugin/v1be
 import type { PreStartContainerResponse } from '../generated/deviceplugin/v1beta1/PreStartContainerResponse.js';
 import { Allocator, MAX_CONTAINER_REQUESTS, type AllocatorDeps, type AllocatorOptions } from './allocate.js';
 import { isVirtualName, resourceName } from '../core/device-names.js';
+import { IDENTITY_NAMES, type PublicNames } from '../core/public-names.js';
 import type { DeviceSnapshot, DeviceSource, KubeletDevice } from './device-source.js';
 import { invalidArgument, KubeletRequestError } from './errors.js';
 import { advertise, KubeletRealMap, toWire, wireKey, type AdvertisedDevice } from './list-watch-view.js';
@@ -47,6 +48,11 @@ export interface PluginServerOptions extends AllocatorOptions {
   /** How long one stream write may take before it counts as failed (default 5 s). */
   readonly sendTimeoutMs?: number;
   readonly now?: () => number;
+  /**
+   * Public-name customisation (spec L.6): the resource registered and the IDs streamed are public, the IDs kubelet
+   * sends back (Allocate, GetPreferredAllocation) are mapped to inner names first. Identity by default.
+   */
+  readonly names?: PublicNames;
 }
 
 /** Callbacks from a server to its manager. */
@@ -122,8 +128,13 @@ export class DevicePluginServer {
     return `${this.deviceType}.sock`;
   }
 
+  /** The resource registered with kubelet (spec B.3; L.6 public type when customised). */
   get resourceName(): string {
-    return resourceName(this.deviceType);
+    return this.#names.resource(resourceName(this.deviceType));
+  }
+
+  get #names(): PublicNames {
+    return this.#opts.names ?? IDENTITY_NAMES;
   }
 
   /** Number of open ListAndWatch streams. */
@@ -217,7 +228,7 @@ export class DevicePluginServer {
     this.#lastKey = key;
     this.#lastNotify = this.#now();
     if (this.#streams.size === 0) return;
-    const message: ListAndWatchResponse = { devices: toWire(list) };
+    const message: ListAndWatchResponse = { devices: toWire(list, this.#names.name) };
     void Promise.all([...this.#streams].map((s) => this.#send(s, message))).then((results) =>
       this.#recordReport(results.every(Boolean)),
     );
@@ -306,7 +317,7 @@ export class DevicePluginServer {
     const list = this.advertised();
     this.#lastKey = wireKey(list);
     this.#lastNotify = this.#now();
-    void this.#send(stream, { devices: toWire(list) }).then((ok) => this.#recordReport(ok));
+    void this.#send(stream, { devices: toWire(list, this.#names.name) }).then((ok) => this.#recordReport(ok));
   }
 
   #preferred(req: PreferredAllocationRequest__Output): PreferredAllocationResponse {
@@ -317,19 +328,25 @@ export class DevicePluginServer {
     }
     const snapshot = this.#source.snapshot();
     const devices: KubeletDevice[] = this.advertised(snapshot).map(({ id, real }) => ({ ...real, id }));
+    const n = this.#names;
     return {
       containerResponses: req.containerRequests.map((c) => ({
         deviceIDs: preferredAllocation(
-          { available: c.availableDeviceIDs, mustInclude: c.mustIncludeDeviceIDs, size: c.allocationSize },
+          {
+            available: c.availableDeviceIDs.map(n.inner),
+            mustInclude: c.mustIncludeDeviceIDs.map(n.inner),
+            size: c.allocationSize,
+          },
           devices,
           snapshot.node,
-        ),
+        ).map(n.name),
       })),
     };
   }
 
   async #allocate(req: AllocateRequest__Output): Promise<AllocateResponse> {
-    const requests = req.containerRequests.map((c) => c.devicesIds);
+    // spec C.3: the checks apply to the inner names (L.6 public → inner first)
+    const requests = req.containerRequests.map((c) => c.devicesIds.map(this.#names.inner));
     const containerResponses = await this.#allocator.allocate(requests, this.#source.snapshot());
     // A volcano pick changes the kubelet→real pairing, hence what ListAndWatch should advertise.
     if (this.#opts.volcanoType) this.#broadcast(this.advertised(), false);
@@ -340,7 +357,8 @@ export class DevicePluginServer {
   #toStatus(err: unknown, rpc: string): Partial<grpc.StatusObject> {
     if (err instanceof KubeletRequestError) {
       this.#logger.warn({ deviceType: this.deviceType, rpc, code: err.code }, err.message);
-      return { code: err.code, details: err.message };
+      // kubelet (and the pod's events) see the names it sent: spec L.6 public names, identity by default
+      return { code: err.code, details: this.#names.name(this.#names.resource(err.message)) };
     }
     this.#logger.error({ deviceType: this.deviceType, rpc, err }, `${rpc} failed`);
     return { code: grpc.status.INTERNAL, details: `${rpc} failed: ${(err as Error).message}` };

@@ -1,28 +1,54 @@
 /**
- * The store seen by the kubelet layer: an implementation of [C]'s {@link DeviceSource}. Physical chips only
- * (spec B.3 first row: `Ascend910-<phy>`, `Ascend310P-<phy>`, `Ascend310-<phy>`, `npu-<phy>`); static vNPU, share
- * mode and mixed insert are refused at the flags. Health is the engine's D.7 chip health (kubelet never sees
- * network health). A new device snapshot is published only when something kubelet can see changed.
+ * The store seen by the kubelet layer: an implementation of [C]'s {@link DeviceSource}. Physical chips (spec B.3
+ * first row: `Ascend910-<phy>`, `Ascend310P-<phy>`, `Ascend310-<phy>`, `npu-<phy>`), or, in 310P/310B share mode
+ * (`-shareDevCount` N > 1), N copies of each chip (`<name>-<phy>-<i>`, B.3 third row) that all carry the chip's
+ * health, level and topology, or, with 310P mixed insert, one device type per product type (B.3 fourth row). Health is the engine's D.7 chip health (kubelet never sees network health). A new
+ * device snapshot is published only when something kubelet can see changed.
  */
 import { freezeSnapshot, type DeviceSnapshot, type DeviceSource, type KubeletDevice } from './device-source.js';
-import { chipName, managerName } from '../core/device-names.js';
+import { chipName, managerName, shareName } from '../core/device-names.js';
 import { sameJson, type ChipState, type NodeState, type NodeStateStore } from '../state/store.js';
 
+/** How the chips are laid out as kubelet devices. */
+export interface DeviceLayout {
+  /**
+   * Copies per chip (spec B.3 share mode); 1 = one device per chip. The caller applies the chip-kind rule
+   * (`effectiveShareCount`).
+   */
+  readonly shareCount?: number;
+  /**
+   * 310P mixed insert (spec B.3): the device type of each chip by logic id (`Ascend310P-V`, `Ascend310P-VPro`,
+   * `Ascend310P-IPro`); the chips are grouped by it, one device type (and server) each, named `<type>-<phy>`. A chip
+   * without a type is not advertised.
+   */
+  readonly mixedTypes?: ReadonlyMap<number, string>;
+}
+
 /** Maps one snapshot of the store to the kubelet view. */
-export function toDeviceSnapshot(state: NodeState): DeviceSnapshot {
+export function toDeviceSnapshot(state: NodeState, layout: DeviceLayout = {}): DeviceSnapshot {
   const type = managerName(state.node.chipKind);
-  const devices = state.chips.map((c: ChipState): KubeletDevice => ({
-    id: chipName(type, c.phyId),
-    logicId: c.logicId,
-    phyId: c.phyId,
-    cardId: c.cardId,
-    deviceId: c.deviceId,
-    health: c.health,
-    level: c.level,
-    manuallySeparated: c.manuallySeparated,
-    ...(c.numaNode !== undefined ? { numaNode: c.numaNode } : {}),
-  }));
-  return { node: state.node, deviceTypes: { [type]: devices } };
+  const copies = layout.shareCount ?? 1;
+  const devices: KubeletDevice[] = [];
+  const mixed = layout.mixedTypes;
+  const byType: Record<string, KubeletDevice[]> = {};
+  for (const c of state.chips) {
+    const base: Omit<KubeletDevice, 'id'> = {
+      logicId: c.logicId,
+      phyId: c.phyId,
+      cardId: c.cardId,
+      deviceId: c.deviceId,
+      health: c.health,
+      level: c.level,
+      manuallySeparated: c.manuallySeparated,
+      ...(c.numaNode !== undefined ? { numaNode: c.numaNode } : {}),
+    };
+    if (mixed) {
+      const t = mixed.get(c.logicId);
+      if (t !== undefined) (byType[t] ??= []).push({ id: chipName(t, c.phyId), ...base });
+    } else if (copies <= 1) devices.push({ id: chipName(type, c.phyId), ...base });
+    else for (let i = 0; i < copies; i++) devices.push({ id: shareName(type, c.phyId, i), ...base });
+  }
+  return { node: state.node, deviceTypes: mixed ? byType : { [type]: devices } };
 }
 
 function sameDevices(a: DeviceSnapshot, b: DeviceSnapshot): boolean {
@@ -44,15 +70,18 @@ export class StoreDeviceSource implements DeviceSource {
   readonly #listeners = new Set<(s: DeviceSnapshot) => void>();
   readonly #unsubscribe: () => void;
 
-  constructor(store: NodeStateStore) {
+  constructor(
+    store: NodeStateStore,
+    readonly layout: DeviceLayout = {},
+  ) {
     const first = store.snapshot();
-    this.#current = freezeSnapshot(toDeviceSnapshot(first));
+    this.#current = freezeSnapshot(toDeviceSnapshot(first, layout));
     this.#chips = first.chips;
     this.#unsubscribe = store.onChange((state) => {
       // Only the chips are mapped (the node facts never change in a store): nothing to do when none changed.
       if (sameChips(state.chips, this.#chips)) return;
       this.#chips = state.chips;
-      const next = toDeviceSnapshot(state);
+      const next = toDeviceSnapshot(state, this.layout);
       if (sameDevices(next, this.#current)) return;
       this.#current = freezeSnapshot(next);
       for (const l of [...this.#listeners]) l(this.#current);

@@ -168,6 +168,7 @@ export function sandboxFlags(
     `-faultCodeFile=${path.join(dir, 'faultCode.json')}`,
     `-faultCustomizationFile=${path.join(dir, 'faultCustomization.json')}`,
     `-hangDetectionConfigFile=${path.join(dir, 'hangDetectionConfig.json')}`,
+    `-nameCustomizationFile=${path.join(dir, 'deviceNameCustomization.json')}`, // spec L.6: absent unless a test writes it
     `-logFile=${extra.logFile ?? ''}`,
     `-metricsAddress=${extra.metricsAddress ?? '127.0.0.1:0'}`,
     `-listWatchPeriod=${extra.listWatchPeriod ?? 3}`,

@@ -125,10 +125,8 @@ describe('A.1 ranges', () => {
     expect(errors([`-${name}=${low}`])[0]).toMatch(new RegExp(`^-${name}=${low} is out of range`));
     expect(errors([`-${name}=${high}`])[0]).toMatch(new RegExp(`^-${name}=${high} is out of range`));
     const def = AGENT_FLAGS[name as keyof typeof AGENT_FLAGS] as { min: number; max: number };
-    if (name !== 'shareDevCount') {
-      expect(ok([`-${name}=${def.min}`]).flags).toBeDefined();
-      expect(ok([`-${name}=${def.max}`]).flags).toBeDefined();
-    }
+    expect(ok([`-${name}=${def.min}`]).flags).toBeDefined();
+    expect(ok([`-${name}=${def.max}`]).flags).toBeDefined();
   });
 
   test('-thirdPartyScanDelay must be ≥ 0', () => {
@@ -178,8 +176,11 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
       '-use310PMixedInsert=true requires -volcanoType=false',
       '-use310PMixedInsert=true requires -shareDevCount=1',
       '-shareDevCount > 1 without -softShareDevConfigDir requires -volcanoType=false',
-      expect.stringMatching(/^-shareDevCount=2: 310\/310P share mode/),
     ]);
+  });
+
+  test('issue 17 item 4: -use310PMixedInsert=true without -volcanoType is accepted (the node is checked at start)', () => {
+    expect(ok(['-use310PMixedInsert=true']).flags.use310PMixedInsert).toBe(true);
   });
 
   test('-presetVirtualDevice=false needs -shareDevCount=1', () => {
@@ -192,7 +193,11 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
     expect(errors(['-shareDevCount=2', '-volcanoType'])[0]).toBe(
       '-shareDevCount > 1 without -softShareDevConfigDir requires -volcanoType=false',
     );
-    expect(errors(['-shareDevCount=2'])).toEqual([expect.stringMatching(/^-shareDevCount=2: .* not supported yet/)]);
+  });
+
+  test('issue 17 item 1: -shareDevCount 2..100 without -volcanoType is accepted (310P/310B share mode)', () => {
+    expect(ok(['-shareDevCount=2']).flags.shareDevCount).toBe(2);
+    expect(ok(['-shareDevCount=100']).flags.shareDevCount).toBe(100);
   });
 
   test('-softShareDevConfigDir needs -shareDevCount=100 and -volcanoType=true', () => {
@@ -216,9 +221,7 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
 describe('A.1 features not built yet', () => {
   const notYet: [string, string][] = [
     ['presetVirtualDevice', 'false -volcanoType'],
-    ['shareDevCount', '2'],
     ['fdFlag', 'true'],
-    ['use310PMixedInsert', 'true'],
     ['getPodFromKubelet', 'true'],
     ['enableSlowNode', 'true'],
     ['edgeLogFile', '/tmp/x.log'],

@@ -212,3 +212,38 @@ describe('npuctl process', () => {
     expect(r.stdout).toMatch(/^npuctl \d+\.\d+\.\d+/);
   });
 });
+
+describe('npuctl config check --names (issue 17 item 5, spec L.6)', () => {
+  test('L.6 a good file is listed entry by entry; exit 0', () => {
+    const f = tmpFile(
+      'names.json',
+      JSON.stringify([
+        { ResourceType: 'Ascend310P', DevicePublicType: 'example.com/infer310', DevicePublicNamePre: 'inf-' },
+      ]),
+    );
+    const r = checkConfig(FC, CU, f);
+    expect(r.exitCode).toBe(0);
+    expect(r.deviceNames).toMatchObject({ found: true, ok: true, problems: [] });
+    expect(renderConfigCheck(r)).toContain(
+      'accepted   Ascend310P: resource huawei.com/Ascend310P → example.com/infer310, names Ascend310P-<id> → inf-<id>',
+    );
+  });
+
+  test('L.6 a bad file is explained one problem per entry; exit 1 (the agent runs with the inner names)', () => {
+    const f = tmpFile(
+      'names.json',
+      JSON.stringify([{ ResourceType: '', DevicePublicType: '', DevicePublicNamePre: '', PodConfigurationName: '' }]),
+    );
+    const r = checkConfig(FC, CU, f);
+    expect(r.exitCode).toBe(1);
+    const text = renderConfigCheck(r);
+    expect(text).toContain('NOT USED (the agent keeps the inner names) [L.6]');
+    expect(text).toContain('  ignored    entry 0: ResourceType is empty');
+  });
+
+  test('L.6 no file: no customisation, exit 0', () => {
+    const r = checkConfig(FC, CU, path.join(os.tmpdir(), 'no-such-dir-npuctl', 'names.json'));
+    expect(r.exitCode).toBe(0);
+    expect(r.deviceNames).toMatchObject({ found: false, ok: true });
+  });
+});

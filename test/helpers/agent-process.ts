@@ -121,6 +121,8 @@ export interface AgentSpawnOptions {
   readonly stdio?: StdioOptions;
   /** How long to wait for the registration with the kubelet simulator (default 20 s). */
   readonly registrationTimeoutMs?: number;
+  /** The resource whose registration {@link AgentSandbox.start} waits for (default {@link RESOURCE}). */
+  readonly resource?: string;
 }
 
 /** The sandbox: temp folder, API stand-in, kubelet simulator; and one agent at a time. */
@@ -193,7 +195,7 @@ export class AgentSandbox {
     );
     const agent = this.agent;
     await Promise.race([
-      this.kubelet.waitForRegistration(RESOURCE, after, how.registrationTimeoutMs ?? 20_000),
+      this.kubelet.waitForRegistration(how.resource ?? RESOURCE, after, how.registrationTimeoutMs ?? 20_000),
       agent.exited.then((e) => {
         throw new Error(`agent exited (${e.code}) before registering: ${agent.stderr}`);
       }),

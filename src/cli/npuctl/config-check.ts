@@ -1,6 +1,7 @@
 /**
  * `npuctl config check` (architecture §7): validates both fault files exactly as the agent does and reports
- * every rule as accepted, ignored or defaulted, with the reason, the JSON path, the value and the spec section.
+ * every rule as accepted, ignored or defaulted, with the reason, the JSON path, the value and the spec section;
+ * and, when asked, the public-name customisation file (spec L.6) as the agent reads it.
  */
 import {
   FormatTable,
@@ -12,6 +13,11 @@ import {
   type ConfigProblem,
   type RuleReport,
 } from '../../faults/index.js';
+import {
+  MAX_NAME_CUSTOMIZATION_BYTES,
+  parseNameCustomization,
+  type NameCustomization,
+} from '../../core/public-names.js';
 import { UsageError, readTextFile } from './io.js';
 
 /** The machine-readable report (architecture §7 shape, extended with paths and counts). */
@@ -31,11 +37,45 @@ export interface ConfigCheckReport {
     problems: ConfigProblem[];
     effective?: Record<string, unknown>;
   };
+  /** Spec L.6 `deviceNameCustomization.json`, when a path was given. */
+  deviceNames?: {
+    path: string;
+    /** False: no file (no customisation, which is fine). */
+    found: boolean;
+    /** True when the agent uses the file (or there is none). */
+    ok: boolean;
+    /** Why the file is not used: one line per bad entry, or the read error. */
+    problems: string[];
+    warnings: string[];
+    entries: NameCustomization[];
+  };
   exitCode: 0 | 1 | 2;
 }
 
+/** Spec L.6: the name file as the agent reads it (absent: no customisation; bad: not used, exit 1). */
+function checkNames(file: string): NonNullable<ConfigCheckReport['deviceNames']> {
+  let text: string;
+  try {
+    text = readTextFile(file, MAX_NAME_CUSTOMIZATION_BYTES, 'device name customisation file');
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    if (/ENOENT/.test(e.message))
+      return { path: file, found: false, ok: true, problems: [], warnings: [], entries: [] };
+    return { path: file, found: true, ok: false, problems: [e.message], warnings: [], entries: [] };
+  }
+  const p = parseNameCustomization(text);
+  return {
+    path: file,
+    found: true,
+    ok: p.problems.length === 0,
+    problems: [...p.problems],
+    warnings: [...p.warnings],
+    entries: [...p.entries],
+  };
+}
+
 /** Runs the check over two files. Never throws for file content; unreadable files are fatal (exit 2). */
-export function checkConfig(faultCodeFile: string, customizationFile: string): ConfigCheckReport {
+export function checkConfig(faultCodeFile: string, customizationFile: string, namesFile?: string): ConfigCheckReport {
   const read = (f: string, what: string): { text?: string; error?: string } => {
     try {
       return { text: readTextFile(f, MAX_CONFIG_BYTES, what) };
@@ -85,9 +125,11 @@ export function checkConfig(faultCodeFile: string, customizationFile: string): C
       problems: [],
     };
   }
+  const deviceNames = namesFile !== undefined ? checkNames(namesFile) : undefined;
   const fatal = faultCode.fatal !== undefined || customization.fatal !== undefined;
-  const exitCode = fatal ? 2 : faultCode.ok && customization.ok ? 0 : 1;
-  return { faultCode, customization, exitCode };
+  const allOk = faultCode.ok && customization.ok && (deviceNames?.ok ?? true);
+  const exitCode = fatal ? 2 : allOk ? 0 : 1;
+  return { faultCode, customization, ...(deviceNames ? { deviceNames } : {}), exitCode };
 }
 
 /** The human-readable rendering of a report. */
@@ -127,6 +169,24 @@ export function renderConfigCheck(r: ConfigCheckReport): string {
     const shown = new Set(cu.rules.flatMap((x) => (x.warnings ?? []).map((w) => `${x.path}|${w}`)));
     for (const p of cu.problems.filter((x) => x.kind === 'warning' && !shown.has(`${x.path}|${x.reason}`)))
       out.push(`  warning    ${p.path}: ${p.reason} [${p.spec}]`);
+  }
+  const dn = r.deviceNames;
+  if (dn) {
+    if (!dn.found) out.push(`deviceNameCustomization.json ${dn.path}: absent (no customisation) [L.6]`);
+    else if (!dn.ok) {
+      out.push(`deviceNameCustomization.json ${dn.path}: NOT USED (the agent keeps the inner names) [L.6]`);
+      for (const p of dn.problems) out.push(`  ignored    ${p}`);
+    } else {
+      out.push(`deviceNameCustomization.json ${dn.path}: used [L.6]`);
+      for (const e of dn.entries) {
+        const pod = e.podConfigurationName !== '' ? `, rank-table key ${e.podConfigurationName}` : '';
+        out.push(
+          `  accepted   ${e.resourceType}: resource huawei.com/${e.resourceType} → ${e.devicePublicType}, ` +
+            `names ${e.resourceType}-<id> → ${e.devicePublicNamePre}<id>${pod}`,
+        );
+      }
+    }
+    for (const w of dn.warnings) out.push(`  warning    ${w}`);
   }
   const verdict = { 0: 'everything accepted', 1: 'something was ignored or defaulted', 2: 'a file cannot be used' }[
     r.exitCode
