@@ -106,7 +106,7 @@ export class RealContainerd {
         return;
       } catch (err) {
         if (Date.now() > deadline)
-          throw new Error(`containerd did not answer: ${(err as Error).message}; ${this.#log}`);
+          throw new Error(`containerd did not answer: ${(err as Error).message}; ${this.#log}`, { cause: err });
       }
       await new Promise((r) => setTimeout(r, 100));
     }
