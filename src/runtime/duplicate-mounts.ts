@@ -221,7 +221,11 @@ export class DuplicateMountDetector {
     const end = new Promise<Error | undefined>((resolve) => (ended = resolve));
     this.#endSession = (err) => ended(err);
     const enqueue = (e: ContainerEvent): void => {
-      chain = chain.then(() => this.#apply(client, e)).catch((err: unknown) => this.#problem(e, errorMessage(err)));
+      chain = chain
+        .then(() => this.#apply(client, e))
+        .catch((err: unknown) => {
+          if (!this.#stopped) this.#problem(e, errorMessage(err));
+        });
     };
     const sub = client.subscribe({
       onEvent: (e) => {
@@ -252,7 +256,7 @@ export class DuplicateMountDetector {
       );
       this.#report();
       const why = await end;
-      await chain;
+      if (!this.#stopped) await chain; // a stop does not wait for a call in flight (it fails when the client closes)
       return why;
     } finally {
       this.#endSession = undefined;

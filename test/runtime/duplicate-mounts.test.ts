@@ -201,6 +201,8 @@ describe('L.5 hostile containerd', () => {
     const d = start({ client: { maxMessageBytes: 64 * 1024 } });
     await until(() => rec.lines.some((l) => l.msg.includes('containerd unreachable')), 'the failed session');
     expect(d.connected).toBe(false);
+    const failed = rec.lines.find((l) => l.msg.includes('containerd unreachable'));
+    expect(String(failed?.fields.error)).toMatch(/larger than max/);
     fake.hostileListMessage = undefined;
     await until(() => d.connected, 'the next session');
     expect(held(d)).toEqual(['k8s.io/c1:1']);
