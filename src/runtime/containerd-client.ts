@@ -12,6 +12,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import path from 'node:path';
 import { WIRE_LEN, WireReader } from '../cluster/public-fault/wire.js';
 import { PROJECT_ROOT } from '../core/paths.js';
+import { boundedText } from '../core/text.js';
 
 /** Folder of the containerd protos. */
 export const CONTAINERD_PROTO_DIR = path.join(PROJECT_ROOT, 'proto', 'containerd');
@@ -221,8 +222,11 @@ export class ContainerdClient {
     return res.namespaces.map((n) => n.name);
   }
 
-  /** Every container of `namespace` (ListStream: one container per message). */
-  containers(namespace: string): Promise<ContainerRecord[]> {
+  /**
+   * The containers of `namespace` (ListStream: one container per message); with `want`, only those whose ID it
+   * accepts are kept (the others' specs are dropped as they arrive). All count towards the limit.
+   */
+  containers(namespace: string, want?: (id: string) => boolean): Promise<ContainerRecord[]> {
     return new Promise((resolve, reject) => {
       const out: ContainerRecord[] = [];
       const call = (this.#clients.containers as unknown as StreamMethod).ListStream(
@@ -231,9 +235,10 @@ export class ContainerdClient {
         { deadline: Date.now() + this.#timeoutMs },
       );
       let failed = false;
+      let seen = 0;
       call.on('data', (m: { container: ContainerOut | null }) => {
         if (failed) return;
-        if (out.length >= this.#maxContainers) {
+        if (seen >= this.#maxContainers) {
           failed = true;
           call.cancel();
           reject(
@@ -243,7 +248,8 @@ export class ContainerdClient {
           );
           return;
         }
-        if (m.container) out.push(toRecord(m.container));
+        seen++;
+        if (m.container && (!want || want(m.container.id))) out.push(toRecord(m.container));
       });
       call.on('error', (err: Error) => {
         if (!failed) reject(err);
@@ -373,7 +379,7 @@ interface StreamMethod {
 
 /** An ID or namespace cut for logging (containerd allows 76 characters; a hostile server anything). */
 export function boundedId(s: string): string {
-  return Buffer.byteLength(s) <= CONTAINERD_LIMITS.maxIdBytes ? s : `${s.slice(0, CONTAINERD_LIMITS.maxIdBytes)}…`;
+  return boundedText(s, CONTAINERD_LIMITS.maxIdBytes);
 }
 
 function toRecord(c: ContainerOut): ContainerRecord {

@@ -271,8 +271,7 @@ export class DuplicateMountDetector {
     for (const ns of await client.namespaces()) {
       const live = new Set((await client.tasks(ns)).filter((t) => LIVE_STATES.has(t.status)).map((t) => t.containerId));
       if (!live.size) continue;
-      for (const c of await client.containers(ns)) {
-        if (!live.has(c.id)) continue;
+      for (const c of await client.containers(ns, (id) => live.has(id))) {
         const h = this.#holderOf(ns, c);
         if (h) held.set(keyOf(h), h);
       }

@@ -208,6 +208,20 @@ describe('L.5 hostile containerd', () => {
     expect(held(d)).toEqual(['k8s.io/c1:1']);
     expect(rec.lines.filter((l) => l.msg.includes('containerd unreachable'))).toHaveLength(1);
   });
+
+  test('L.5 more containers than the limit end the session with an error naming the limit', async () => {
+    for (const id of ['c1', 'c2'])
+      fake.put('k8s.io', { id, spec: ociSpec(['ASCEND_VISIBLE_DEVICES=1']), task: 'RUNNING' });
+    fake.put('k8s.io', { id: 'c3', spec: ociSpec(['ASCEND_VISIBLE_DEVICES=1']) }); // no task: listed all the same
+    await fake.start();
+    const d = start({ client: { maxContainers: 2 } });
+    const failed = await until(
+      () => rec.lines.find((l) => l.msg.includes('containerd unreachable')),
+      'the failed session',
+    );
+    expect(failed.fields.error).toBe('containerd listed more than 2 containers in namespace k8s.io');
+    expect(d.holders()).toEqual([]);
+  });
 });
 
 describe('L.5 containerd availability', () => {
