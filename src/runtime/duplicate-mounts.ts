@@ -123,6 +123,7 @@ export class DuplicateMountDetector {
   /** device → the set last warned about (its holder keys, sorted) */
   readonly #warned = new Map<number, string>();
   #majors: ReadonlySet<number> = new Set();
+  #majorsProblem: string | undefined;
   #stopped = false;
   #running: Promise<void> | undefined;
   #wake: (() => void) | undefined;
@@ -238,7 +239,11 @@ export class DuplicateMountDetector {
     });
     try {
       const majors = await readNpuMajors(this.#o.procDevicesPath ?? '/proc/devices');
-      if (majors.problem) this.#log.warn({ problem: majors.problem }, 'duplicate-mount detector: no NPU majors');
+      // once, not at every retry
+      if (majors.problem && majors.problem !== this.#majorsProblem) {
+        this.#log.warn({ problem: majors.problem }, 'duplicate-mount detector: cannot read the NPU majors');
+      }
+      this.#majorsProblem = majors.problem;
       this.#majors = majors.majors;
       const scan = await Promise.race([
         this.#scan(client),

@@ -252,6 +252,21 @@ describe('L.5 containerd availability', () => {
     );
   });
 
+  test('L.5 an unreadable /proc/devices is one warning, not one per session; the env rule still works', async () => {
+    fake.put('k8s.io', { id: 'c1', spec: ociSpec(['ASCEND_VISIBLE_DEVICES=1']), task: 'RUNNING' });
+    fake.put('k8s.io', { id: 'c2', spec: ociSpec(['ASCEND_VISIBLE_DEVICES=1']), task: 'RUNNING' });
+    await fake.start();
+    start({ procDevicesPath: path.join(dir, 'missing') });
+    await until(() => warnings().length === 1, 'the warning');
+    fake.stop();
+    await new Promise((r) => setTimeout(r, 300));
+    await fake.start();
+    await until(() => scans().length === 2, 'the second scan');
+    const majors = rec.lines.filter((l) => l.msg.includes('cannot read the NPU majors'));
+    expect(majors).toHaveLength(1);
+    expect(String(majors[0]!.fields.problem)).toMatch(/^cannot read .*missing: ENOENT/);
+  });
+
   test('L.5 no containerd socket: one info line, the detector off', async () => {
     const d = start({ env: {}, sockets: [path.join(dir, 'none.sock'), path.join(dir, 'none2.sock')] });
     expect(rec.lines).toEqual([
