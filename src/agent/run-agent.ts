@@ -25,6 +25,7 @@ import { wireHealth } from './wire-health.js';
 import { observeStore, startObservability } from './wire-http.js';
 import { wireKube } from './wire-kube.js';
 import { wireKubelet } from './wire-kubelet.js';
+import { wireMounts } from './wire-mounts.js';
 import { wirePods } from './wire-pods.js';
 import { openFaultFiles, wirePolicy } from './wire-policy.js';
 import { wireReset } from './wire-reset.js';
@@ -145,6 +146,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       'agent started',
     );
     kube.startPeriodic();
+    wireMounts(ctx).start(); // spec A.2 step 9: the duplicate-mount detector (L.5), in the background
 
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> => {

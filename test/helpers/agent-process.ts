@@ -176,6 +176,8 @@ export class AgentSandbox {
       NODE_NAME: NODE_NAME,
       ASCEND_MOCK_SCENARIO: this.scenario,
       ASCEND_MOCK_CONTROL: this.control,
+      // spec L.5: never the host's containerd (an absent socket in the sandbox: the detector stays off)
+      CONTAINERD_ADDRESS: path.join(this.dir, 'containerd.sock'),
       ...extra,
     };
   }

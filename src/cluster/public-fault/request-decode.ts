@@ -21,9 +21,9 @@
  */
 import type { PublicFault, PublicFaultInfluence, PublicFaultMessage } from './types.js';
 import { MAX_DEVICE_IDS, MAX_FAULTS, MAX_INFLUENCES, MAX_LOCATION_ENTRIES } from './validator.js';
-import { WIRE_LEN, WIRE_VARINT, WireReader } from './wire.js';
+import { WIRE_LEN, WIRE_VARINT, WireReader } from '../../core/proto-wire.js';
 
-export { WireFormatError } from './wire.js';
+export { WireFormatError } from '../../core/proto-wire.js';
 
 /** Entries of the repeated fields as sent, built or not (over MAX_FAULTS faults, only `faults`: nothing else is read). */
 export interface WireCounts {

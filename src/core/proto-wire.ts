@@ -1,6 +1,7 @@
 /**
  * A small reader of the protobuf wire format (varints, 64- and 32-bit fixed fields, length-delimited fields,
- * groups), used to decode `SendPublicFault` requests within limits (`request-decode.ts`). It reads Go's way
+ * groups), used to decode `SendPublicFault` requests (`src/cluster/public-fault/request-decode.ts`) and containerd's
+event payloads (`src/runtime/containerd-client.ts`) within limits. It reads Go's way
  * (upstream decodes with Go protobuf): varints of at most 10 bytes whose 10th byte is 0 or 1, field numbers 1 to
  * 2^29 - 1, wire types 0 to 5, an end-group tag only to close its own group. Every read is checked against the end
  * of the field that encloses it ({@link WireReader.limit}), so nothing is read past it; every problem is a

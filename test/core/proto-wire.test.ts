@@ -10,8 +10,8 @@ import {
   WIRE_VARINT,
   WireFormatError,
   WireReader,
-} from '../../../src/cluster/public-fault/wire.js';
-import { tag, varint } from './wire-bytes.js';
+} from '../../src/core/proto-wire.js';
+import { tag, varint } from '../cluster/public-fault/wire-bytes.js';
 
 const reader = (bytes: number[] | Buffer): WireReader => new WireReader(Buffer.from(bytes));
 
