@@ -9,6 +9,7 @@ import { chipName } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
+import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG } from '../kube/device-info-switch.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 import type { RestoreResult } from '../state/restore.js';
@@ -112,6 +113,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     resourceName: hw.resourceName,
     superPodId: hw.superPodId,
     serverIndex: hw.serverIndex,
+    // spec H.2, L.9: 910A3/A5 always carry SwitchInfoCfg (the Go zero value while switch faults are off)
+    ...(carriesSwitchInfo(hw.kind) ? { switchInfoCfg: () => EMPTY_SWITCH_INFO_CFG } : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
