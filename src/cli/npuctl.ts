@@ -29,8 +29,8 @@ import { MAX_TIMELINE_BYTES, parseScenarioChips, parseTimeline } from './npuctl/
 const HELP = `Usage: npuctl <command> [options]
 
 Commands:
-  config check [--fault-code F] [--customization F] [--json]
-      Validate faultCode.json and faultCustomization.json as the agent does; report every rule as
+  config check [--fault-code F] [--customization F] [--switch-fault-code F] [--json]
+      Validate faultCode.json, faultCustomization.json and SwitchFaultCode.json as the agent does; report every rule as
       accepted / ignored / defaulted. Exit 0 all accepted, 1 something ignored or defaulted, 2 unusable file.
   policy replay --timeline F [--scenario F] [--fault-code F] [--customization F] [--start MS] [--json]
       Run the agent's fault engine on a simulated clock over a timeline (JSON lines); print one JSON line per
@@ -69,12 +69,14 @@ function buildProgram(): Command {
     .description('validate the fault files and explain every rule')
     .option('--fault-code <file>', 'faultCode.json (default: /usr/local/faultCode.json, else the packaged one)')
     .option('--customization <file>', 'faultCustomization.json (default: /usr/local/…, else the packaged one)')
+    .option('--switch-fault-code <file>', 'SwitchFaultCode.json (910A3 switch faults; default as above)')
     .option('--json', 'machine-readable output')
     .exitOverride()
-    .action((o: { faultCode?: string; customization?: string; json?: boolean }) => {
+    .action((o: { faultCode?: string; customization?: string; switchFaultCode?: string; json?: boolean }) => {
       const report = checkConfig(
         o.faultCode ?? defaultFile('faultCode.json'),
         o.customization ?? defaultFile('faultCustomization.json'),
+        o.switchFaultCode ?? defaultFile('SwitchFaultCode.json'),
       );
       out(o.json ? `${JSON.stringify(report)}\n` : renderConfigCheck(report));
       process.exitCode = report.exitCode;

@@ -1,6 +1,7 @@
 /**
- * `npuctl config check` (architecture §7): validates both fault files exactly as the agent does and reports
- * every rule as accepted, ignored or defaulted, with the reason, the JSON path, the value and the spec section.
+ * `npuctl config check` (architecture §7): validates both fault files (and SwitchFaultCode.json, spec L.9) exactly
+ * as the agent does and reports every rule as accepted, ignored or defaulted, with the reason, the JSON path, the
+ * value and the spec section.
  */
 import {
   FormatTable,
@@ -9,6 +10,8 @@ import {
   makePolicy,
   parseCustomizationJson,
   parseFaultCodeJson,
+  parseSwitchFaultCodeJson,
+  SWITCH_CODE_KEYS,
   type ConfigProblem,
   type RuleReport,
 } from '../../faults/index.js';
@@ -31,11 +34,27 @@ export interface ConfigCheckReport {
     problems: ConfigProblem[];
     effective?: Record<string, unknown>;
   };
+  /** SwitchFaultCode.json (910A3 switch faults, spec L.9), when checked. */
+  switchFaultCode?: {
+    path: string;
+    ok: boolean;
+    fatal?: string[];
+    problems: ConfigProblem[];
+    /** Level → number of codes at that level. */
+    codes?: Record<string, number>;
+  };
   exitCode: 0 | 1 | 2;
 }
 
-/** Runs the check over two files. Never throws for file content; unreadable files are fatal (exit 2). */
-export function checkConfig(faultCodeFile: string, customizationFile: string): ConfigCheckReport {
+/**
+ * Runs the check over the two fault files and, when given, SwitchFaultCode.json. Never throws for file content;
+ * unreadable files are fatal (exit 2).
+ */
+export function checkConfig(
+  faultCodeFile: string,
+  customizationFile: string,
+  switchFaultCodeFile?: string,
+): ConfigCheckReport {
   const read = (f: string, what: string): { text?: string; error?: string } => {
     try {
       return { text: readTextFile(f, MAX_CONFIG_BYTES, what) };
@@ -85,9 +104,33 @@ export function checkConfig(faultCodeFile: string, customizationFile: string): C
       problems: [],
     };
   }
-  const fatal = faultCode.fatal !== undefined || customization.fatal !== undefined;
-  const exitCode = fatal ? 2 : faultCode.ok && customization.ok ? 0 : 1;
-  return { faultCode, customization, exitCode };
+  let switchFaultCode: ConfigCheckReport['switchFaultCode'];
+  if (switchFaultCodeFile !== undefined) {
+    const swText = read(switchFaultCodeFile, 'switch fault code file');
+    const sw = swText.text !== undefined ? parseSwitchFaultCodeJson(swText.text) : undefined;
+    if (sw?.ok) {
+      const codes: Record<string, number> = {};
+      for (const { level } of SWITCH_CODE_KEYS) codes[level] = 0;
+      for (const level of sw.table.levels.values()) codes[level] = (codes[level] ?? 0) + 1;
+      switchFaultCode = {
+        path: switchFaultCodeFile,
+        ok: !sw.problems.some((p) => p.kind !== 'warning'),
+        problems: sw.problems,
+        codes,
+      };
+    } else {
+      switchFaultCode = {
+        path: switchFaultCodeFile,
+        ok: false,
+        fatal: sw && !sw.ok ? sw.fatal : [swText.error!],
+        problems: sw?.problems ?? [],
+      };
+    }
+  }
+  const fatal =
+    faultCode.fatal !== undefined || customization.fatal !== undefined || switchFaultCode?.fatal !== undefined;
+  const exitCode = fatal ? 2 : faultCode.ok && customization.ok && (switchFaultCode?.ok ?? true) ? 0 : 1;
+  return { faultCode, customization, ...(switchFaultCode ? { switchFaultCode } : {}), exitCode };
 }
 
 /** The human-readable rendering of a report. */
@@ -128,6 +171,20 @@ export function renderConfigCheck(r: ConfigCheckReport): string {
     for (const p of cu.problems.filter((x) => x.kind === 'warning' && !shown.has(`${x.path}|${x.reason}`)))
       out.push(`  warning    ${p.path}: ${p.reason} [${p.spec}]`);
   }
+  const sw = r.switchFaultCode;
+  if (sw?.fatal) {
+    out.push(`SwitchFaultCode.json ${sw.path}: UNUSABLE (the agent keeps its last good switch code table)`);
+    for (const f of sw.fatal) out.push(`  error      ${f}`);
+  } else if (sw) {
+    const counts = Object.entries(sw.codes ?? {})
+      .map(([level, n]) => `${n} ${level}`)
+      .join(', ');
+    out.push(`SwitchFaultCode.json ${sw.path}: ${sw.ok ? 'ok' : 'entries ignored'} (${counts})`);
+  }
+  for (const p of sw?.problems ?? [])
+    out.push(
+      `  ${p.kind.padEnd(10)} ${p.path}${p.value !== undefined ? ` = ${p.value}` : ''}: ${p.reason} [${p.spec}]`,
+    );
   const verdict = { 0: 'everything accepted', 1: 'something was ignored or defaulted', 2: 'a file cannot be used' }[
     r.exitCode
   ];
