@@ -114,7 +114,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     superPodId: hw.superPodId,
     serverIndex: hw.serverIndex,
     // spec H.2, L.9: 910A3/A5 always carry SwitchInfoCfg (the Go zero value while switch faults are off)
-    ...(carriesSwitchInfo(hw.kind) ? { switchInfoCfg: () => EMPTY_SWITCH_INFO_CFG } : {}),
+    ...(carriesSwitchInfo(hw.kind)
+      ? { switchInfoCfg: () => hw.switch?.faults.info(ctx.clock.now()).text ?? EMPTY_SWITCH_INFO_CFG }
+      : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
@@ -135,6 +137,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     },
   });
   ctx.cleanups.push('publisher', () => publisher.stop());
+  const offSwitch = hw.switch?.faults.onChange(() => publisher.changed()); // spec L.9: a switch fault triggers a write
+  if (offSwitch) ctx.cleanups.push('switch faults', offSwitch);
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;

@@ -233,6 +233,18 @@ export const AGENT_FLAGS = {
   },
   kubeconfig: { kind: 'string', def: '', support: 'yes', help: 'kubeconfig (default: in-cluster, else $KUBECONFIG)' },
   dcmiLibrary: { kind: 'string', def: '', support: 'yes', help: 'explicit libdcmi.so (default: upstream lookup)' },
+  switchLibrary: {
+    kind: 'string',
+    def: '',
+    support: 'yes',
+    help: '910A3: explicit liblingqu-dcmi.so (default: upstream lookup; absent = switch faults off)',
+  },
+  switchFaultCodeFile: {
+    kind: 'string',
+    def: '/usr/local/SwitchFaultCode.json',
+    support: 'yes',
+    help: '910A3 switch fault levels (the packaged copy when unusable)',
+  },
   hccnTool: {
     kind: 'string',
     def: '/usr/local/Ascend/driver/tools/hccn_tool',
@@ -527,6 +539,7 @@ export function parseAgentArgs(
     'hccnTool',
     'faultCodeFile',
     'faultCustomizationFile',
+    'switchFaultCodeFile',
     'stateDir',
     'devDir',
     'sysDir',
@@ -535,7 +548,7 @@ export function parseAgentArgs(
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }
-  for (const n of ['kubeconfig', 'dcmiLibrary'] as const) {
+  for (const n of ['kubeconfig', 'dcmiLibrary', 'switchLibrary'] as const) {
     if (flags[n] !== '' && !path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }
   const addressProblem = flags.metricsAddress === '' ? undefined : listenAddressProblem(flags.metricsAddress);

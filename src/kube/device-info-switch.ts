@@ -207,3 +207,70 @@ export function switchInfoOf(input: SwitchInfoInput): SwitchInfo {
   );
   return { level: top, nodeStatus, unregistered, l2PlaneDown: planeDown, text };
 }
+
+/** A switch event as the library reported it (`alarmRaisedTime` 0 = not stamped). */
+export type RawSwitchEvent = SwitchFault;
+
+/**
+ * The node's current switch faults and what the device-info ConfigMap shows of them: events from the subscription
+ * and answers of the query go in, `SwitchInfoCfg` comes out. Times the library left 0 are stamped with `nowMs`.
+ */
+export class SwitchFaultState {
+  #faults: SwitchFault[] = [];
+  #levelOf: (code: string) => SwitchFaultLevel | undefined;
+  readonly #listeners = new Set<() => void>();
+
+  constructor(levelOf: (code: string) => SwitchFaultLevel | undefined) {
+    this.#levelOf = levelOf;
+  }
+
+  /** The current faults. */
+  faults(): readonly SwitchFault[] {
+    return this.#faults;
+  }
+
+  /** Subscription events, in order. */
+  applyEvents(events: readonly RawSwitchEvent[], nowMs: number): void {
+    let next = this.#faults;
+    for (const e of events) next = applySwitchEvent(next, stamp(e, nowMs));
+    this.#set(next);
+  }
+
+  /** A query's answer replaces the list (recoveries dropped). */
+  replaceAll(events: readonly RawSwitchEvent[], nowMs: number): void {
+    this.#set(switchFaultsOfQuery(events.map((e) => stamp(e, nowMs))));
+  }
+
+  /** A new level table (SwitchFaultCode.json reloaded). */
+  setLevels(levelOf: (code: string) => SwitchFaultLevel | undefined): void {
+    this.#levelOf = levelOf;
+    this.#emit();
+  }
+
+  /** The `SwitchInfoCfg` view now. */
+  info(nowMs: number): SwitchInfo {
+    return switchInfoOf({ faults: this.#faults, levelOf: this.#levelOf, nowSec: Math.floor(nowMs / 1000) });
+  }
+
+  /** Called after every change of the faults or the levels. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #set(next: SwitchFault[]): void {
+    const same =
+      next.length === this.#faults.length &&
+      next.every((f, i) => sameSwitchFault(f, this.#faults[i]!) && f.assertion === this.#faults[i]!.assertion);
+    this.#faults = next;
+    if (!same) this.#emit();
+  }
+
+  #emit(): void {
+    for (const l of this.#listeners) l();
+  }
+}
+
+function stamp(e: RawSwitchEvent, nowMs: number): SwitchFault {
+  return e.alarmRaisedTime === 0 ? { ...e, alarmRaisedTime: nowMs } : e;
+}
