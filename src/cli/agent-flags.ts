@@ -173,9 +173,8 @@ export const AGENT_FLAGS = {
   getPodFromKubelet: {
     kind: 'bool',
     def: false,
-    support: 'not-yet',
-    feature: 'reading pods from kubelet /pods',
-    help: 'read pods from kubelet instead of the API server',
+    support: 'yes',
+    help: 'read pods from the kubelet /pods (HOST_IP, KUBELET_PORT) instead of the API server',
   },
   'enable-healthz': {
     kind: 'bool',
