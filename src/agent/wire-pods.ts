@@ -9,6 +9,7 @@ import { errorMessage } from '../core/errors.js';
 import { loadKubeAccess } from '../kube/kube-client.js';
 import { KubeletPodCache, kubeletPodsUrl, type KubeletPodCacheOptions } from '../kube/kubelet-pod-source.js';
 import { PodCacheWatcher } from '../kube/pod-cache-watcher.js';
+import { StepTimeConfigSource } from '../kube/steptime-configmap.js';
 import type { NodeStateStore } from '../state/store.js';
 import type { AgentContext } from './context.js';
 import { withTimeout } from './lifecycle.js';
@@ -29,6 +30,8 @@ export interface PodsLayer {
   onChange(listener: () => void): void;
   /** The first list in the background (bounded), then the pod-used set. */
   start(): void;
+  /** Spec C.4 `-enableSlowNode`: the `PERF_DUMP_*` variables Allocate adds (from `kube-system/steptime-dtpgroup`). */
+  readonly allocateEnvs?: () => Readonly<Record<string, string>>;
 }
 
 export function wirePods(
@@ -69,15 +72,23 @@ export function wirePods(
   if (ctx.flags.getPodFromKubelet)
     ctx.log.info({ url: String(podsUrl(ctx)) }, 'pods read from the kubelet (-getPodFromKubelet)');
   ctx.cleanups.push('pods', () => cache.stop());
+  // spec C.4: watched, so that Allocate reads the last version without waiting on the API server
+  const stepTime = ctx.flags.enableSlowNode
+    ? new StepTimeConfigSource({ api: api.core, watch: api.watch, logger: ctx.log, backoff: api.backoff })
+    : undefined;
+  if (stepTime) ctx.cleanups.push('steptime configmap', () => stepTime.stop());
   return {
     cache,
     onChange: (l) => void listeners.push(l),
-    start: () =>
+    start: () => {
       void withTimeout(
         cache.start().then(() => updatePodUsed()),
         ctx.apiTimeoutMs,
         undefined,
-      ),
+      );
+      if (stepTime) void withTimeout(stepTime.start(), ctx.apiTimeoutMs, undefined);
+    },
+    ...(stepTime ? { allocateEnvs: () => stepTime.env() } : {}),
   };
 }
 

@@ -134,9 +134,8 @@ export const AGENT_FLAGS = {
   enableSlowNode: {
     kind: 'bool',
     def: false,
-    support: 'not-yet',
-    feature: 'slow-node env in Allocate (enableSlowNode)',
-    help: 'add PERF_DUMP_PATH/PERF_DUMP_CONFIG in Allocate',
+    support: 'yes',
+    help: 'add PERF_DUMP_PATH/PERF_DUMP_CONFIG (ConfigMap kube-system/steptime-dtpgroup) in Allocate',
   },
   thirdPartyScanDelay: {
     kind: 'int',

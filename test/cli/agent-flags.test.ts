@@ -219,7 +219,6 @@ describe('A.1 features not built yet', () => {
     ['shareDevCount', '2'],
     ['fdFlag', 'true'],
     ['use310PMixedInsert', 'true'],
-    ['enableSlowNode', 'true'],
     ['edgeLogFile', '/tmp/x.log'],
   ];
   test.each(notYet)('-%s=%s is refused with "not supported yet"', (name, value) => {
