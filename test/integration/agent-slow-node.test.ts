@@ -24,7 +24,7 @@ async function podAndAllocate(s: AgentSandbox, name: string): Promise<Record<str
     },
   });
   const r = await s.kubelet.allocate(RESOURCE, [['Ascend910-1']], { namespace: 'default', name });
-  return (r.containerResponses?.[0]?.envs ?? {}) as Record<string, string>;
+  return r.containerResponses?.[0]?.envs ?? {};
 }
 
 describe('spec C.4 -enableSlowNode', () => {
