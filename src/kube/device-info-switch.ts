@@ -236,9 +236,14 @@ export class SwitchFaultState {
     this.#set(next);
   }
 
-  /** A query's answer replaces the list (recoveries dropped). */
+  /**
+   * A query's answer replaces the list (recoveries dropped). A fault the library left unstamped keeps the time it
+   * was first seen with, so a periodic query does not change its `fault_time`.
+   */
   replaceAll(events: readonly RawSwitchEvent[], nowMs: number): void {
-    this.#set(switchFaultsOfQuery(events.map((e) => stamp(e, nowMs))));
+    const known = (e: RawSwitchEvent): number | undefined =>
+      e.alarmRaisedTime === 0 ? this.#faults.find((f) => sameSwitchFault(f, e))?.alarmRaisedTime : undefined;
+    this.#set(switchFaultsOfQuery(events.map((e) => stamp(e, known(e) ?? nowMs))));
   }
 
   /** A new level table (SwitchFaultCode.json reloaded). */

@@ -11,6 +11,7 @@ import {
   l2PlaneDown,
   switchFaultsOfQuery,
   switchInfoOf,
+  SwitchFaultState,
   type SwitchFault,
   type SwitchFaultLevel,
 } from '../../src/kube/device-info-switch.js';
@@ -163,5 +164,20 @@ describe('spec L.9 switch fault codes and SwitchInfoCfg', () => {
     const info = switchInfoOf({ faults: [fault()], levelOf: () => 'Separate', nowSec: 1, resetting: true });
     expect(info.nodeStatus).toBe('Healthy');
     expect(JSON.parse(info.text)).toMatchObject({ FaultLevel: 'NotHandle' });
+  });
+});
+
+describe('spec L.9 the node switch fault state', () => {
+  test('L.9 an unstamped fault keeps its first time across queries; a change is announced once', () => {
+    const state = new SwitchFaultState(() => 'NotHandle');
+    let changes = 0;
+    state.onChange(() => changes++);
+    state.replaceAll([fault({ alarmRaisedTime: 0 })], 1000);
+    state.replaceAll([fault({ alarmRaisedTime: 0 })], 301_000);
+    expect(state.faults().map((f) => f.alarmRaisedTime)).toEqual([1000]);
+    expect(changes).toBe(1);
+    state.applyEvents([fault({ assertion: 0, alarmRaisedTime: 0 })], 302_000);
+    expect(state.faults()).toEqual([]);
+    expect(changes).toBe(2);
   });
 });
