@@ -11,7 +11,7 @@ export const SWITCH_POLL_MS = 300_000;
 
 /** Options of {@link SwitchMonitor}. */
 export interface SwitchMonitorOptions {
-  readonly lib: SwitchLibrary;
+  readonly lib: Pick<SwitchLibrary, 'missingSymbols' | 'subscribe' | 'unsubscribe' | 'queryFaults'>;
   /** Subscription events, in order. */
   readonly onEvents: (events: readonly SwitchEvent[]) => void;
   /** A query's whole answer (every current fault). */
