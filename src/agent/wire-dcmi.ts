@@ -156,7 +156,7 @@ async function openSwitch(ctx: AgentBase): Promise<SwitchHardware | undefined> {
   });
   ctx.cleanups.push('switch fault codes', () => codes.close());
   const faults = new SwitchFaultState((c) => codes.current().levels.get(c));
-  codes.onChange((table) => faults.setLevels((c) => table.levels.get(c)));
+  codes.onChange(() => faults.relevel()); // the level function reads the table in use (wire-kube may overlay it)
   log.info({ library: libPath }, 'init switch library succeeded');
   return { lib, codes, faults };
 }

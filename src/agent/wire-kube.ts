@@ -10,6 +10,7 @@ import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
 import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG } from '../kube/device-info-switch.js';
+import { SwitchCodeConfigMapOverlay } from '../kube/device-info-switch-codes.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 import type { RestoreResult } from '../state/restore.js';
@@ -139,6 +140,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   ctx.cleanups.push('publisher', () => publisher.stop());
   const offSwitch = hw.switch?.faults.onChange(() => publisher.changed()); // spec L.9: a switch fault triggers a write
   if (offSwitch) ctx.cleanups.push('switch faults', offSwitch);
+  if (hw.switch) wireSwitchCodes(ctx, hw.switch, api);
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;
@@ -214,4 +216,19 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     whenIdle: () => publisher.whenIdle(),
     stop: () => publisher.stop(),
   };
+}
+
+/** Spec F.8: the fault-config ConfigMap's `SwitchFaultCode.json` key over the file (docs/super-node.md). */
+function wireSwitchCodes(ctx: AgentContext, sw: NonNullable<DcmiLayer['switch']>, api: ApiLayer): void {
+  const overlay = new SwitchCodeConfigMapOverlay({
+    api: api.core,
+    watch: api.watch,
+    files: sw.codes,
+    logger: ctx.log,
+    backoff: api.backoff,
+  });
+  sw.faults.setLevels((c) => overlay.current().levels.get(c));
+  ctx.cleanups.push('switch codes configmap', () => overlay.stop());
+  overlay.onChange(() => sw.faults.relevel());
+  void withTimeout(overlay.start(), ctx.apiTimeoutMs, undefined);
 }

@@ -6,6 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type * as k8s from '@kubernetes/client-node';
+import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import {
   EMPTY_SWITCH_CODE_TABLE,
   MAX_CONFIG_BYTES,
@@ -13,6 +15,9 @@ import {
   type ConfigProblem,
   type SwitchCodeTable,
 } from '../faults/index.js';
+import { FAULT_CONFIG_NAME, FAULT_CONFIG_NAMESPACE } from './fault-config-configmap.js';
+import { ListWatch, type WatchFn } from './list-watch.js';
+import type { BackoffOptions } from './write-queue.js';
 
 /** What one load did. */
 export interface SwitchCodeLoad {
@@ -192,5 +197,108 @@ export class SwitchCodeSource {
     if (load.problems.length > MAX_LOGGED_PROBLEMS) {
       log('warn', `SwitchFaultCode.json ${load.path}: ${load.problems.length - MAX_LOGGED_PROBLEMS} more problems`);
     }
+  }
+}
+
+/** Spec F.8: the key of the fault-config ConfigMap that overrides SwitchFaultCode.json (910A3 with the switch). */
+export const SWITCH_CODES_CONFIGMAP_KEY = 'SwitchFaultCode.json';
+
+/** Options of {@link SwitchCodeConfigMapOverlay}. */
+export interface SwitchCodeOverlayOptions {
+  readonly api: Pick<k8s.CoreV1Api, 'listNamespacedConfigMap'>;
+  readonly watch: WatchFn | k8s.KubeConfig;
+  /** The file table, used while the key is absent or unusable (spec F.8 "absent or bad → load the local file"). */
+  readonly files: SwitchCodeSource;
+  readonly logger?: Logger;
+  readonly backoff?: BackoffOptions;
+}
+
+/**
+ * Spec F.8 for the switch table: the `SwitchFaultCode.json` key of `kube-system/mindx-dl-fault-config` over the
+ * file. A usable key is the table; an absent key, or one that is not usable as a whole, gives the file's table (a
+ * rejected key is logged with its reasons; its ignored entries are logged one by one, as the file's). The ConfigMap
+ * is watched, so an edit counts at once rather than at upstream's next poll.
+ */
+export class SwitchCodeConfigMapOverlay {
+  readonly #o: SwitchCodeOverlayOptions;
+  readonly #log: Logger;
+  readonly #watch: ListWatch<k8s.V1ConfigMap>;
+  #fromKey: SwitchCodeTable | undefined;
+  #keyText: string | undefined;
+  readonly #listeners = new Set<(table: SwitchCodeTable) => void>();
+  readonly #offFiles: () => void;
+
+  constructor(o: SwitchCodeOverlayOptions) {
+    this.#o = o;
+    this.#log = o.logger ?? NOOP_LOGGER;
+    const selector = `metadata.name=${FAULT_CONFIG_NAME}`;
+    this.#watch = new ListWatch<k8s.V1ConfigMap>({
+      what: `configmap ${FAULT_CONFIG_NAMESPACE}/${FAULT_CONFIG_NAME} (${SWITCH_CODES_CONFIGMAP_KEY})`,
+      path: `/api/v1/namespaces/${FAULT_CONFIG_NAMESPACE}/configmaps`,
+      fieldSelector: selector,
+      watch: o.watch,
+      maxItems: 1,
+      logger: this.#log,
+      ...(o.backoff ? { backoff: o.backoff } : {}),
+      list: async () => {
+        const l = await o.api.listNamespacedConfigMap({ namespace: FAULT_CONFIG_NAMESPACE, fieldSelector: selector });
+        return { items: l.items, resourceVersion: l.metadata?.resourceVersion ?? '' };
+      },
+      onSync: (items) => this.#apply(items[0]?.data?.[SWITCH_CODES_CONFIGMAP_KEY]),
+      onEvent: (type, cm) => this.#apply(type === 'DELETED' ? undefined : cm.data?.[SWITCH_CODES_CONFIGMAP_KEY]),
+    });
+    this.#offFiles = o.files.onChange(() => {
+      if (this.#fromKey === undefined) this.#emit();
+    });
+  }
+
+  /** The table in use: the key's, else the file's. */
+  current(): SwitchCodeTable {
+    return this.#fromKey ?? this.#o.files.current();
+  }
+
+  /** Called when the table in use changes. */
+  onChange(listener: (table: SwitchCodeTable) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Starts watching; resolves after the first list attempt. */
+  start(): Promise<void> {
+    return this.#watch.start();
+  }
+
+  stop(): void {
+    this.#watch.stop();
+    this.#offFiles();
+  }
+
+  #apply(text: string | undefined): void {
+    if (text === this.#keyText) return;
+    this.#keyText = text;
+    const where = `${FAULT_CONFIG_NAMESPACE}/${FAULT_CONFIG_NAME} key ${SWITCH_CODES_CONFIGMAP_KEY}`;
+    if (text === undefined) {
+      if (this.#fromKey !== undefined) this.#log.info({}, `${where} absent: the SwitchFaultCode.json file applies`);
+      this.#fromKey = undefined;
+      this.#emit();
+      return;
+    }
+    const r = parseSwitchFaultCodeJson(text);
+    if (!r.ok) {
+      this.#log.error({ reasons: r.fatal.slice(0, 10) }, `${where} unusable: the SwitchFaultCode.json file applies`);
+      this.#fromKey = undefined;
+    } else {
+      for (const p of r.problems.slice(0, MAX_LOGGED_PROBLEMS)) {
+        this.#log.warn({}, `${where}: ${p.kind} ${p.path}${p.value !== undefined ? ` = ${p.value}` : ''}: ${p.reason}`);
+      }
+      this.#log.info({ codes: r.table.levels.size }, `${where} loaded`);
+      this.#fromKey = r.table;
+    }
+    this.#emit();
+  }
+
+  #emit(): void {
+    const t = this.current();
+    for (const l of this.#listeners) l(t);
   }
 }

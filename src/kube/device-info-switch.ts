@@ -252,6 +252,11 @@ export class SwitchFaultState {
     this.#emit();
   }
 
+  /** The table behind the level function changed (same function): the value is recomputed. */
+  relevel(): void {
+    this.#emit();
+  }
+
   /** The `SwitchInfoCfg` view now. */
   info(nowMs: number): SwitchInfo {
     return switchInfoOf({ faults: this.#faults, levelOf: this.#levelOf, nowSec: Math.floor(nowMs / 1000) });

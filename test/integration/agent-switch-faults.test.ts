@@ -157,6 +157,39 @@ describe('spec L.9 SwitchFaultCode.json hot reload', () => {
   }, 60_000);
 });
 
+describe('spec F.8 the fault-config ConfigMap key SwitchFaultCode.json', () => {
+  test('F.8 the key overrides the file; a key that is not usable, or none, gives the file again', async () => {
+    sb = await startWithSwitch();
+    const s = sb;
+    await until(s, (i) => i.NodeStatus === 'Healthy', 'a Healthy SwitchInfoCfg');
+    await s.mock({ op: 'switchFault', alarmId: '0x00f103b6', faultId: 155908, peer: 'na' });
+    await until(s, (i) => i.FaultLevel === 'SubHealthFault', 'the SubHealthFault fault (file)');
+    const cm = (data: Record<string, string>) => ({
+      metadata: { name: 'mindx-dl-fault-config', namespace: 'kube-system' },
+      data,
+    });
+    await s.core().createNamespacedConfigMap({
+      namespace: 'kube-system',
+      body: cm({ 'SwitchFaultCode.json': JSON.stringify({ SeparateFaultCodes: ['[0x00f103b6,155908,na,na]'] }) }),
+    });
+    await until(s, (i) => i.FaultLevel === 'Separate', 'the level of the ConfigMap key');
+    await s.core().replaceNamespacedConfigMap({
+      name: 'mindx-dl-fault-config',
+      namespace: 'kube-system',
+      body: cm({ 'SwitchFaultCode.json': '{"SeparateFaultCodes": 5}' }),
+    });
+    await until(s, (i) => i.FaultLevel === 'SubHealthFault', 'the file level after an unusable key');
+    await s.core().replaceNamespacedConfigMap({
+      name: 'mindx-dl-fault-config',
+      namespace: 'kube-system',
+      body: cm({ 'SwitchFaultCode.json': JSON.stringify({ PreSeparateFaultCodes: ['[0x00f103b6,155908,na,na]'] }) }),
+    });
+    await until(s, (i) => i.FaultLevel === 'PreSeparate', 'the level of the new key');
+    await s.core().deleteNamespacedConfigMap({ name: 'mindx-dl-fault-config', namespace: 'kube-system' });
+    await until(s, (i) => i.FaultLevel === 'SubHealthFault', 'the file level without the ConfigMap');
+  }, 60_000);
+});
+
 describe('issue 18 Bad input: the switch library', () => {
   test('a switch library lacking the symbols: switch faults off with one warning, the agent serves the chips', async () => {
     sb = await AgentSandbox.create(SCENARIO);
