@@ -5,6 +5,7 @@
       "sources": [
         "native/dcmi/dcmi_addon.cc",
         "native/dcmi/fault_channel.cc",
+        "native/dcmi/lingqu_addon.cc",
         "native/dcmi/napi_util.cc"
       ],
       "include_dirs": [
@@ -36,7 +37,8 @@
         "native/mock/mock_control.c",
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",
-        "native/mock/mock_model.c"
+        "native/mock/mock_model.c",
+        "native/mock/mock_switch.c"
       ],
       "include_dirs": [
         "native/dcmi",
@@ -51,6 +53,30 @@
       "ldflags": [
         "-pthread",
         "-Wl,-z,defs"
+      ]
+    },
+    {
+      "target_name": "mock_lingqu",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "product_name": "lingqu-dcmi",
+      "sources": [
+        "native/mock/mock_lingqu.c"
+      ],
+      "include_dirs": [
+        "native/dcmi"
+      ],
+      "cflags": [
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra",
+        "-fvisibility=hidden"
+      ],
+      "ldflags": [
+        "-Wl,-z,defs"
+      ],
+      "libraries": [
+        "-ldl"
       ]
     },
     {

@@ -820,7 +820,12 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
 }  // namespace
 }  // namespace dcmi_addon
 
+namespace lingqu_addon {
+void Register(Napi::Env env, Napi::Object exports);  // lingqu_addon.cc: the 910A3 switch library
+}
+
 static Napi::Object InitDcmiAddon(Napi::Env env, Napi::Object exports) {
+  lingqu_addon::Register(env, exports);
   return dcmi_addon::InitModule(env, exports);
 }
 

@@ -372,6 +372,43 @@ static int op_stat(struct request *r) {
   return OP_OK;
 }
 
+/* switchFault: change the switch model's current faults, then call the switch subscriber (without the lock) unless
+ * "notify" is false (then only lq_dcmi_get_fault_info sees it). */
+static const char *const switch_fault_fields[] = {"op",     "alarmId",  "faultId",   "peer",   "peerPortId", "chipId",
+                                                  "portId", "severity", "assertion", "timeMs", "notify",     "t",        NULL};
+
+static int op_switch_fault(struct request *r) {
+  struct switch_model *sw = &r->m->sc->sw;
+  if (!sw->present) return failf(r->msg, "", "the scenario has no \"switch\" object (no switch chips)");
+  struct LqDcmiEvent ev;
+  if (switch_event_of(r->msg, r->req, "", sw, &ev) < 0) return OP_BAD;
+  int notify = 1;
+  if (get_bool(r->msg, r->req, "", "notify", 0, &notify) < 0) return OP_BAD;
+  if (switch_apply(sw, &ev) < 0) return failf(r->msg, "", "switch fault list is full (%d faults)", MAX_SWITCH_FAULTS);
+  struct switch_sub sub = r->m->lq_sub;
+  int n = sw->nfaults;
+  pthread_mutex_unlock(&r->m->mu);
+  int fire = notify && sub.active;
+  if (fire) switch_deliver(r->m, sub.handler, &ev);
+  char code[64];
+  mj_buf_puts(&r->cl->out, "{\"ok\":true,\"code\":");
+  mj_buf_string(&r->cl->out, switch_code(code, sizeof code, &ev));
+  mj_buf_printf(&r->cl->out, ",\"faults\":%d,\"fired\":%s}\n", n, fire ? "true" : "false");
+  return OP_DONE;
+}
+
+static int op_switch_state(struct request *r) {
+  struct mock_model *m = r->m;
+  mj_buf_puts(&r->cl->out, "{\"ok\":true,\"switch\":");
+  switch_put_state(&r->cl->out, &m->sc->sw, m->lq_sub.active);
+  mj_buf_printf(&r->cl->out, ",\"counters\":{\"init\":%llu,\"subscribe\":%llu,\"query\":%llu,\"eventsFired\":%llu}}\n",
+                __atomic_load_n(&m->lq_calls[0], __ATOMIC_RELAXED), __atomic_load_n(&m->lq_calls[1], __ATOMIC_RELAXED),
+                __atomic_load_n(&m->lq_calls[2], __ATOMIC_RELAXED),
+                __atomic_load_n(&m->lq_events_fired, __ATOMIC_RELAXED));
+  pthread_mutex_unlock(&m->mu);
+  return OP_DONE;
+}
+
 static const struct op {
   const char *name;
   const char *const *fields; /* allowed request fields */
@@ -390,6 +427,8 @@ static const struct op {
     {"stat", stat_fields, 1, op_stat},
     {"roceStat", roce_fields, 0, op_roce_stat},
     {"state", base_fields, 0, op_state},
+    {"switchFault", switch_fault_fields, 0, op_switch_fault},
+    {"switchState", base_fields, 0, op_switch_state},
 };
 
 static void run_request(struct request *r) {
@@ -407,7 +446,7 @@ static void run_request(struct request *r) {
     if (!strcmp(ops[i].name, op)) o = &ops[i];
   if (!o) {
     reply_error(r->cl, "unknown op \"%s\" (fault, silentFault, health, link, drop, restore, processes, resetResult, "
-                       "state, burst, stat, roceStat)", op);
+                       "state, burst, stat, roceStat, switchFault, switchState)", op);
     return;
   }
   if (check_fields(r->msg, r->req, "", o->fields)) {

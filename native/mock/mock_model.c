@@ -48,7 +48,7 @@ int model_on_own_thread(void) { return t_mock_thread; }
 
 static const char *const top_fields[] = {"chipName", "chipType", "chipVersion", "npuName", "aicoreCount", "boardId",
                                          "pcbId", "bomId", "slotId", "mainboardId", "dcmiVersion", "productType",
-                                         "subscribe", "workMode", "hbmSizeMiB", "superPod", "timeline",
+                                         "subscribe", "workMode", "hbmSizeMiB", "superPod", "timeline", "switch",
                                          "description", "cards", NULL};
 static const char *const spod_fields[] = {"superPodId", "serverId", "scaleType", NULL};
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
@@ -184,6 +184,7 @@ static int load_scenario(const mj_value *root, struct scenario *sc, char *msg) {
     sc->server_id = (unsigned)b;
     sc->scale_type = (unsigned)c;
   }
+  if (switch_load(msg, root, &sc->sw) < 0) return -1;
   const mj_value *tl = mj_get(root, "timeline");
   if (tl && tl->type != MJ_ARRAY) return failf(msg, "timeline", "expected an array, found %s", found(tl));
   if (get_str(msg, root, "", "description", 0, (size_t)-1, NULL, 0) < 0) return -1;
@@ -334,6 +335,11 @@ void model_reset(struct mock_model *m) {
   __atomic_store_n(&m->subscribe_calls, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&m->events_fired, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&m->event_serial, 0, __ATOMIC_RELAXED);
+  m->lq_inited = 0;
+  memset(&m->lq_sub, 0, sizeof m->lq_sub);
+  for (int i = 0; i < 3; i++) __atomic_store_n(&m->lq_calls[i], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->lq_events_fired, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->lq_serial, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&m->mu);
 }
 

@@ -15,6 +15,7 @@
 
 #include "dcmi_abi.h"
 #include "mock_fields.h"
+#include "mock_switch.h"
 
 #define MAX_CARDS DCMI_CARD_LIST_LEN
 #define MAX_CHIPS_PER_CARD 4
@@ -73,6 +74,7 @@ struct scenario {
   struct card cards[MAX_CARDS];
   struct chip chips[MAX_CHIPS];
   int by_logic[MAX_ID + 1], by_phy[MAX_ID + 1]; /* chip index or -1 */
+  struct switch_model sw;                          /* 910A3 switch chips (mock_switch.h) */
 };
 
 struct subscription {
@@ -108,6 +110,12 @@ struct mock_model {
   unsigned long long subscribe_calls;         /* atomic */
   unsigned long long events_fired;            /* atomic */
   int event_serial;                           /* atomic; last serial handed out by model_next_serial */
+  /* the switch library (mock_switch.c), all under mu but the atomics */
+  int lq_inited;                      /* lq_dcmi_init succeeded */
+  struct switch_sub lq_sub;           /* switch fault subscription */
+  unsigned long long lq_calls[3];     /* atomic: init, subscribe, get_fault_info */
+  unsigned long long lq_events_fired; /* atomic */
+  unsigned lq_serial;                 /* atomic */
 };
 
 /* The one model of the library. */
@@ -183,5 +191,8 @@ MOCK_API int model_next_serial(struct mock_model *m);
 /* Calls h with a copy of tmpl stamped with serial, the time and "mono=<ns>". On a mock thread, mu not held. */
 MOCK_API void model_deliver(struct mock_model *m, dcmi_fault_event_handler h, const struct dcmi_event *tmpl,
                             int serial);
+
+/* Calls the switch subscriber h with a copy of tmpl (serials stamped). On a mock thread, mu not held. */
+MOCK_API void switch_deliver(struct mock_model *m, LqDcmiFaultEventCallback h, const struct LqDcmiEvent *tmpl);
 
 #endif

@@ -9,8 +9,13 @@ import { errorMessage as message } from '../core/errors.js';
 import type { ChipKind, NodeFacts, RunMode } from '../core/chips.js';
 import { runModeOf } from '../core/chips.js';
 import { managerName } from '../core/device-names.js';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../core/paths.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';
+import { SWITCH_LIBRARY_NAME, SwitchLibrary } from '../dcmi/switch.js';
+import { SwitchFaultState } from '../kube/device-info-switch.js';
+import { SwitchCodeSource } from '../kube/device-info-switch-codes.js';
 import { discoverNode } from '../health/discovery.js';
 import type { AgentBase } from './context.js';
 import { AgentStartError, EXIT, StartAborted } from './errors.js';
@@ -41,6 +46,15 @@ export interface DcmiLayer {
    * so every wiring renames with the same rules.
    */
   readonly names: PublicNames;
+  /** 910A3 with a usable `liblingqu-dcmi.so` (spec L.9); undefined = switch faults off. */
+  readonly switch?: SwitchHardware;
+}
+
+/** The 910A3 switch library, its code table and the node's switch fault state (spec L.9). */
+export interface SwitchHardware {
+  readonly lib: SwitchLibrary;
+  readonly codes: SwitchCodeSource;
+  readonly faults: SwitchFaultState;
 }
 
 /** Opens DCMI and discovers the node; registers DCMI's close. */
@@ -86,6 +100,7 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
     }
   }
   const deviceType = managerName(kind);
+  const sw = kind === 'Ascend910A3' ? await openSwitch(ctx) : undefined;
   return {
     dcmi,
     libraryPath,
@@ -100,7 +115,61 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
     serverIndex,
     workModeSmp,
     names: loadPublicNames(ctx, { deviceType }, true),
+    ...(sw ? { switch: sw } : {}),
   };
+}
+
+/**
+ * Spec L.9 / dcmi-abi.md §8: the switch library found (`-switchLibrary`, else the §1.2 lookup of
+ * `liblingqu-dcmi.so`), opened and initialised. Any failure — not found, not loadable, `lq_dcmi_init` or
+ * `lq_dcmi_get_fault_info` missing, `lq_dcmi_init` failing — turns switch faults off with one warning; the rest of
+ * the agent is unaffected. A library without the subscription is polled each cycle.
+ */
+async function openSwitch(ctx: AgentBase): Promise<SwitchHardware | undefined> {
+  const { flags, log } = ctx;
+  const off = (reason: string): undefined => {
+    log.warn({ reason }, `910A3 switch faults off: ${reason}`);
+    return undefined;
+  };
+  let libPath: string;
+  try {
+    const r = await resolveDcmiLibrary({
+      ...(flags.switchLibrary !== '' ? { explicitPath: flags.switchLibrary } : {}),
+      env: ctx.env,
+      ownUid: process.getuid?.() ?? 0,
+      libraryName: SWITCH_LIBRARY_NAME,
+      flagName: '-switchLibrary',
+    });
+    libPath = r.path;
+  } catch (err) {
+    return off(message(err));
+  }
+  let lib: SwitchLibrary;
+  try {
+    lib = SwitchLibrary.open(libPath);
+  } catch (err) {
+    return off(message(err));
+  }
+  const missing = lib.missingSymbols();
+  if (missing.includes('lq_dcmi_init') || missing.includes('lq_dcmi_get_fault_info')) {
+    return off(`${libPath} lacks ${missing.join(', ')}`);
+  }
+  if (missing.length > 0) log.warn({ library: libPath, missing }, 'switch library lacks the subscription: polling');
+  try {
+    lib.init();
+  } catch (err) {
+    return off(`${libPath}: ${message(err)}`);
+  }
+  const codes = await SwitchCodeSource.open({
+    file: flags.switchFaultCodeFile,
+    fallbackFile: path.join(PROJECT_ROOT, 'SwitchFaultCode.json'),
+    log: (level, line) => log[level]({ source: 'switch-fault-code' }, line),
+  });
+  ctx.cleanups.push('switch fault codes', () => codes.close());
+  const faults = new SwitchFaultState((c) => codes.current().levels.get(c));
+  codes.onChange(() => faults.relevel()); // the level function reads the table in use (wire-kube may overlay it)
+  log.info({ library: libPath }, 'init switch library succeeded');
+  return { lib, codes, faults };
 }
 
 /**

@@ -3,7 +3,10 @@
  * card drop, link status through `-hccnTool`) and the D.9 hang detector. Both hand their event batches to
  * `store.applyEvents`; the store hands re-sync requests back (`store.attachResync`).
  */
+import { errorMessage } from '../core/errors.js';
 import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
+import { SwitchMonitor } from '../dcmi/switch-monitor.js';
+import { assembleSwitchCode } from '../kube/device-info-switch.js';
 import { hasParameterPlane } from '../core/chips.js';
 import { loadHangDetectionConfig } from '../health/hang-config.js';
 import { DEFAULT_CLOCK_TICKS, HangDetector, readClockTicksPerSecond } from '../health/hang-detector.js';
@@ -68,6 +71,7 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
     logger: log,
   });
   ctx.cleanups.push('hang detector', () => hang.stop());
+  const switchMonitor = hw.switch ? wireSwitch(ctx, hw) : undefined;
   store.attachResync({
     markResync: (ids, why) => monitor.markResync(ids, why),
     applied: () => resyncSettled(monitor),
@@ -77,12 +81,49 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
     start: async () => {
       await untilAborted(monitor.start(), ctx.signal);
       hang.start();
+      // spec L.9: the switch's start-up query and subscription, in the background (never delays registration)
+      void switchMonitor?.start();
     },
     stop: () => {
       monitor.stop();
       hang.stop();
+      switchMonitor?.stop();
     },
   };
+}
+
+const MAX_LOGGED_CODES = 32;
+
+/**
+ * Spec L.9: the switch monitor feeding the node's switch fault state (which the device-info ConfigMap projects):
+ * subscription events in order, every query's answer as the whole list, a query each cycle while unsubscribed.
+ */
+function wireSwitch(ctx: AgentContext, hw: DcmiLayer): SwitchMonitor {
+  const { log, clock, flags } = ctx;
+  const sw = hw.switch!;
+  const codesOf = (events: readonly { eventType: number; subType: number; peerPortDevice: number }[]): string[] =>
+    events.slice(0, MAX_LOGGED_CODES).map((e) => assembleSwitchCode(e));
+  const monitor = new SwitchMonitor({
+    lib: sw.lib,
+    onEvents: (events) => {
+      log.warn({ codes: codesOf(events), count: events.length }, 'switch subscribe got fault');
+      sw.faults.applyEvents(events, clock.now());
+    },
+    onQuery: (events) => {
+      const current = events.filter((e) => e.assertion !== 0);
+      // spec L.1: upstream's message, "do not edit"
+      if (current.length > 0) {
+        log.warn({ count: current.length }, `switch of 910A3 get fault codes: ${JSON.stringify(codesOf(current))}`);
+      }
+      sw.faults.replaceAll(events, clock.now());
+    },
+    onError: (what, err) => log.warn({ call: what, error: errorMessage(err) }, 'switch library call failed'),
+  });
+  ctx.cleanups.push('switch monitor', () => monitor.stop());
+  const cycle = setInterval(() => monitor.cycle(), flags.listWatchPeriod * 1000);
+  cycle.unref();
+  ctx.cleanups.push('switch cycle', () => clearInterval(cycle));
+  return monitor;
 }
 
 /**

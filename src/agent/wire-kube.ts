@@ -9,6 +9,8 @@ import { chipName, effectiveShareCount } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
+import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG } from '../kube/device-info-switch.js';
+import { SwitchCodeConfigMapOverlay } from '../kube/device-info-switch-codes.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 import type { RestoreResult } from '../state/restore.js';
@@ -123,6 +125,10 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
       : {}),
     // spec B.3 mixed insert: the per-type names (the kubelet layer checked the node and refused a bad one first)
     ...(flags.use310PMixedInsert ? { mixedTypes: mixedInsertTypesOf(hw, log) } : {}),
+    // spec H.2, L.9: 910A3/A5 always carry SwitchInfoCfg (the Go zero value while switch faults are off)
+    ...(carriesSwitchInfo(hw.kind)
+      ? { switchInfoCfg: () => hw.switch?.faults.info(ctx.clock.now()).text ?? EMPTY_SWITCH_INFO_CFG }
+      : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
@@ -147,6 +153,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   // share mode: which copies pods hold is not chip state (no store change follows a pod change), so a pod change
   // is itself a change of the view (spec H.3)
   if (shareCount > 1) d.pods.onChange(() => publisher.changed());
+  const offSwitch = hw.switch?.faults.onChange(() => publisher.changed()); // spec L.9: a switch fault triggers a write
+  if (offSwitch) ctx.cleanups.push('switch faults', offSwitch);
+  if (hw.switch) wireSwitchCodes(ctx, hw.switch, api);
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;
@@ -222,4 +231,19 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     whenIdle: () => publisher.whenIdle(),
     stop: () => publisher.stop(),
   };
+}
+
+/** Spec F.8: the fault-config ConfigMap's `SwitchFaultCode.json` key over the file (docs/super-node.md). */
+function wireSwitchCodes(ctx: AgentContext, sw: NonNullable<DcmiLayer['switch']>, api: ApiLayer): void {
+  const overlay = new SwitchCodeConfigMapOverlay({
+    api: api.core,
+    watch: api.watch,
+    files: sw.codes,
+    logger: ctx.log,
+    backoff: api.backoff,
+  });
+  sw.faults.setLevels((c) => overlay.current().levels.get(c));
+  ctx.cleanups.push('switch codes configmap', () => overlay.stop());
+  overlay.onChange(() => sw.faults.relevel());
+  void withTimeout(overlay.start(), ctx.apiTimeoutMs, undefined);
 }

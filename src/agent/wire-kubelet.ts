@@ -25,7 +25,13 @@ export interface KubeletLayer {
   /** SIGHUP: restart every plugin server and register again. */
   reregister(reason: string): void;
   /** Waits for the kubelet folder and the first registration (exit 4 past `-kubeletWaitTimeout`). */
-  start(pods: PodCache | undefined, onFatal: (reason: string) => void, waitTimeoutMs: number): Promise<void>;
+  start(
+    pods: PodCache | undefined,
+    onFatal: (reason: string) => void,
+    waitTimeoutMs: number,
+    /** Spec C.4 `-enableSlowNode`: the variables every Allocate adds. */
+    extraEnvs?: () => Readonly<Record<string, string>>,
+  ): Promise<void>;
   /** Streams ended, sockets removed. */
   stop(): Promise<void>;
 }
@@ -106,13 +112,14 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
     status: () =>
       (mgr?.status() ?? []).map((s) => ({ ...s, registered: s.registered && everRegistered.has(s.resourceName) })),
     reregister: (reason) => mgr?.triggerReregister(reason),
-    start: async (pods, onFatal, waitTimeoutMs) => {
+    start: async (pods, onFatal, waitTimeoutMs, extraEnvs) => {
       try {
         mgr = new DevicePluginManager({
           kubeletDir: flags.kubeletDir,
           source: devices,
           probe: new FsDeviceNodeProbe(flags.devDir),
           ...(pods ? { podCache: pods } : {}),
+          ...(extraEnvs ? { extraEnvs } : {}),
           logger: log,
           volcanoType: flags.volcanoType,
           useAscendDocker: config.ascendDockerRuntime,

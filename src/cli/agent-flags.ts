@@ -139,9 +139,8 @@ export const AGENT_FLAGS = {
   enableSlowNode: {
     kind: 'bool',
     def: false,
-    support: 'not-yet',
-    feature: 'slow-node env in Allocate (enableSlowNode)',
-    help: 'add PERF_DUMP_PATH/PERF_DUMP_CONFIG in Allocate',
+    support: 'yes',
+    help: 'add PERF_DUMP_PATH/PERF_DUMP_CONFIG (ConfigMap kube-system/steptime-dtpgroup) in Allocate',
   },
   thirdPartyScanDelay: {
     kind: 'int',
@@ -178,9 +177,8 @@ export const AGENT_FLAGS = {
   getPodFromKubelet: {
     kind: 'bool',
     def: false,
-    support: 'not-yet',
-    feature: 'reading pods from kubelet /pods',
-    help: 'read pods from kubelet instead of the API server',
+    support: 'yes',
+    help: 'read pods from the kubelet /pods (HOST_IP, KUBELET_PORT) instead of the API server',
   },
   'enable-healthz': {
     kind: 'bool',
@@ -238,6 +236,18 @@ export const AGENT_FLAGS = {
   },
   kubeconfig: { kind: 'string', def: '', support: 'yes', help: 'kubeconfig (default: in-cluster, else $KUBECONFIG)' },
   dcmiLibrary: { kind: 'string', def: '', support: 'yes', help: 'explicit libdcmi.so (default: upstream lookup)' },
+  switchLibrary: {
+    kind: 'string',
+    def: '',
+    support: 'yes',
+    help: '910A3: explicit liblingqu-dcmi.so (default: upstream lookup; absent = switch faults off)',
+  },
+  switchFaultCodeFile: {
+    kind: 'string',
+    def: '/usr/local/SwitchFaultCode.json',
+    support: 'yes',
+    help: '910A3 switch fault levels (the packaged copy when unusable)',
+  },
   hccnTool: {
     kind: 'string',
     def: '/usr/local/Ascend/driver/tools/hccn_tool',
@@ -538,6 +548,7 @@ export function parseAgentArgs(
     'hccnTool',
     'faultCodeFile',
     'faultCustomizationFile',
+    'switchFaultCodeFile',
     'stateDir',
     'devDir',
     'sysDir',
@@ -547,7 +558,7 @@ export function parseAgentArgs(
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }
-  for (const n of ['kubeconfig', 'dcmiLibrary'] as const) {
+  for (const n of ['kubeconfig', 'dcmiLibrary', 'switchLibrary'] as const) {
     if (flags[n] !== '' && !path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }
   const addressProblem = flags.metricsAddress === '' ? undefined : listenAddressProblem(flags.metricsAddress);

@@ -30,9 +30,9 @@ import { MAX_TIMELINE_BYTES, parseScenarioChips, parseTimeline } from './npuctl/
 const HELP = `Usage: npuctl <command> [options]
 
 Commands:
-  config check [--fault-code F] [--customization F] [--names F] [--json]
-      Validate faultCode.json and faultCustomization.json as the agent does; report every rule as
-      accepted / ignored / defaulted. Exit 0 all accepted, 1 something ignored or defaulted, 2 unusable file.
+  config check [--fault-code F] [--customization F] [--switch-fault-code F] [--names F] [--json]
+      Validate faultCode.json, faultCustomization.json, SwitchFaultCode.json and deviceNameCustomization.json as the
+      agent does; report every rule as accepted / ignored / defaulted. Exit 0 all accepted, 1 something ignored or defaulted, 2 unusable file.
   policy replay --timeline F [--scenario F] [--fault-code F] [--customization F] [--start MS] [--json]
       Run the agent's fault engine on a simulated clock over a timeline (JSON lines); print one JSON line per
       query line and one at the end.
@@ -70,18 +70,24 @@ function buildProgram(): Command {
     .description('validate the fault files and explain every rule')
     .option('--fault-code <file>', 'faultCode.json (default: /usr/local/faultCode.json, else the packaged one)')
     .option('--customization <file>', 'faultCustomization.json (default: /usr/local/…, else the packaged one)')
+    .option('--switch-fault-code <file>', 'SwitchFaultCode.json (910A3 switch faults; default as above)')
     .option('--names <file>', 'deviceNameCustomization.json (L.6; default: /usr/local/deviceNameCustomization.json)')
     .option('--json', 'machine-readable output')
     .exitOverride()
-    .action((o: { faultCode?: string; customization?: string; names?: string; json?: boolean }) => {
-      const report = checkConfig(
-        o.faultCode ?? defaultFile('faultCode.json'),
-        o.customization ?? defaultFile('faultCustomization.json'),
-        o.names ?? '/usr/local/deviceNameCustomization.json',
-      );
-      out(o.json ? `${JSON.stringify(report)}\n` : renderConfigCheck(report));
-      process.exitCode = report.exitCode;
-    });
+    .action(
+      (o: { faultCode?: string; customization?: string; switchFaultCode?: string; names?: string; json?: boolean }) => {
+        const report = checkConfig(
+          o.faultCode ?? defaultFile('faultCode.json'),
+          o.customization ?? defaultFile('faultCustomization.json'),
+          {
+            switchFaultCode: o.switchFaultCode ?? defaultFile('SwitchFaultCode.json'),
+            names: o.names ?? '/usr/local/deviceNameCustomization.json',
+          },
+        );
+        out(o.json ? `${JSON.stringify(report)}\n` : renderConfigCheck(report));
+        process.exitCode = report.exitCode;
+      },
+    );
   const policy = program.command('policy').description('fault policy tools').exitOverride();
   policy
     .command('replay')

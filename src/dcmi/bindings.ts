@@ -195,9 +195,43 @@ export interface NativeDcmiLibrary {
   mockConfigure(scenarioPath: string | null, controlPath: string | null): void;
 }
 
+/** One `LqDcmiEvent` of the 910A3 switch library (native/dcmi/lingqu_abi.h, dcmi-abi.md §8). */
+export interface NativeSwitchEvent {
+  /** the alarm id */
+  eventType: number;
+  /** the fault id; 0xFFFFFFFF = none */
+  subType: number;
+  peerPortDevice: number;
+  peerPortId: number;
+  switchChipId: number;
+  switchPortId: number;
+  severity: number;
+  /** 0 recover, 1 occur, 2 once */
+  assertion: number;
+  eventSerialNum: number;
+  notifySerialNum: number;
+  alarmRaisedTime: number;
+}
+
+/** `liblingqu-dcmi.so` opened by the addon (native/dcmi/lingqu_addon.cc). */
+export interface NativeLingquLibrary {
+  /** the symbols dlsym did not find (each then answers -99998) */
+  missingSymbols(): string[];
+  /** `lq_dcmi_init()`'s return code */
+  init(): number;
+  /** `lq_dcmi_subscribe_fault_event` with a zero filter; the listener gets batches and a count of dropped events */
+  subscribe(listener: (events: NativeSwitchEvent[], dropped: number) => void): number;
+  /** stops delivering events (the library has no unsubscribe call) */
+  unsubscribe(): void;
+  /** `lq_dcmi_get_fault_info(128, …)` on the libuv pool */
+  queryFaults(): Promise<{ rc: number; count: number; events: NativeSwitchEvent[] }>;
+}
+
 export interface DcmiAddon {
   /** dlopen(path, RTLD_LAZY | RTLD_GLOBAL); throws code -99999 with the dlerror text when it cannot be opened */
   DcmiLibrary: new (libraryPath: string) => NativeDcmiLibrary;
+  /** the 910A3 switch library, opened the same way (spec L.9) */
+  LingquLibrary: new (libraryPath: string) => NativeLingquLibrary;
   /** the bound function names, in dcmi-abi.md §3 order */
   boundFunctions: readonly string[];
 }

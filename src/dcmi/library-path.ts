@@ -79,6 +79,10 @@ export interface ResolveOptions {
   inspector?: PathInspector;
   /** output of `/sbin/ldconfig --print-cache`; the default runs it without a shell */
   ldconfigCache?: () => Promise<string>;
+  /** the file looked up (default `libdcmi.so`; the 910A3 switch library uses the same routine, dcmi-abi.md §1.2) */
+  libraryName?: string;
+  /** the flag named in an explicit path's error (default `-dcmiLibrary`) */
+  flagName?: string;
 }
 
 const GROUP_OR_OTHER_WRITE = 0o022;
@@ -139,13 +143,14 @@ function ownershipProblem(p: string, e: PathEntry, ownUid: number): string | und
 export function ldLibraryPathCandidates(
   env: Readonly<Record<string, string | undefined>>,
   inspector: PathInspector = nodePathInspector,
+  libraryName: string = DCMI_LIBRARY_NAME,
 ): string[] {
   const value = env.LD_LIBRARY_PATH ?? '';
   if (value === '' || value.length > LIBRARY_PATH_LIMITS.envLength) return [];
   const out: string[] = [];
   for (const dir of value.split(':')) {
     if (dir === '') continue;
-    const candidate = path.join(dir, DCMI_LIBRARY_NAME);
+    const candidate = path.join(dir, libraryName);
     if (candidate.length > LIBRARY_PATH_LIMITS.pathLength) continue;
     if (inspector.lstat(candidate)) out.push(candidate);
   }
@@ -153,14 +158,14 @@ export function ldLibraryPathCandidates(
 }
 
 /** Paths of `libdcmi.so` in `ldconfig --print-cache` output: lines `<name> (<flags>) => <path>`. */
-export function parseLdconfigCache(output: string): string[] {
+export function parseLdconfigCache(output: string, libraryName: string = DCMI_LIBRARY_NAME): string[] {
   const out: string[] = [];
   for (const line of output.split('\n')) {
     const arrow = line.indexOf('=>');
     if (arrow < 0) continue;
     const name = line.slice(0, arrow).trim().split(/\s+/)[0];
     const target = line.slice(arrow + 2).trim();
-    if (name === DCMI_LIBRARY_NAME && target !== '') out.push(target);
+    if (name === libraryName && target !== '') out.push(target);
   }
   return out;
 }
@@ -185,7 +190,9 @@ export async function resolveDcmiLibrary(options: ResolveOptions): Promise<Resol
     const p = path.resolve(options.explicitPath);
     const r = checkTrustedFile(p, 'explicit', options.ownUid, inspector);
     if (!r.ok) {
-      throw new DcmiLibraryPathError(`-dcmiLibrary ${p}: ${r.reason}`, [{ path: p, reason: r.reason }]);
+      throw new DcmiLibraryPathError(`${options.flagName ?? '-dcmiLibrary'} ${p}: ${r.reason}`, [
+        { path: p, reason: r.reason },
+      ]);
     }
     return { path: p, source: 'explicit', rejected: [] };
   }
@@ -198,15 +205,16 @@ export async function resolveDcmiLibrary(options: ResolveOptions): Promise<Resol
     }
     return undefined;
   };
-  const fromEnv = tryAll(ldLibraryPathCandidates(options.env, inspector));
+  const name = options.libraryName ?? DCMI_LIBRARY_NAME;
+  const fromEnv = tryAll(ldLibraryPathCandidates(options.env, inspector, name));
   if (fromEnv) return { path: fromEnv, source: 'LD_LIBRARY_PATH', rejected };
   const cache = await (options.ldconfigCache ?? runLdconfigCache)();
-  const fromCache = tryAll(parseLdconfigCache(cache));
+  const fromCache = tryAll(parseLdconfigCache(cache, name));
   if (fromCache) return { path: fromCache, source: 'ldconfig', rejected };
   const detail = rejected.length
     ? `; rejected: ${rejected.map((r) => `${r.path} (${r.reason})`).join('; ')}`
     : '; none found in LD_LIBRARY_PATH or the ldconfig cache';
-  throw new DcmiLibraryPathError(`cannot find a valid ${DCMI_LIBRARY_NAME}${detail}`, rejected);
+  throw new DcmiLibraryPathError(`cannot find a valid ${name}${detail}`, rejected);
 }
 
 /**

@@ -5,6 +5,7 @@ export * from './codes.js';
 export * from './levels.js';
 export * from './problems.js';
 export * from './fault-code-table.js';
+export * from './switch-codes.js';
 export * from './customization.js';
 export * from './policy.js';
 export * from './duration.js';

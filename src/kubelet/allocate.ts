@@ -40,6 +40,8 @@ export interface AllocatorDeps {
   /** The server's kubelet→real map (spec C.3 step 5); written by the volcano pick. */
   readonly kubeletToReal: KubeletRealMap;
   readonly logger: Logger;
+  /** Spec C.4 `-enableSlowNode`: variables added in both modes (`PERF_DUMP_PATH`, `PERF_DUMP_CONFIG`). */
+  readonly extraEnvs?: () => Readonly<Record<string, string>>;
 }
 
 function describeRefusal(d: KubeletDevice): string | undefined {
@@ -165,7 +167,7 @@ export class Allocator {
         ASCEND_RUNTIME_OPTIONS: virtual ? 'VIRTUAL' : '',
       };
       if (snapshot.node.chipKind === 'Ascend310B') envs.ASCEND_ALLOW_LINK = 'True';
-      return { envs };
+      return { envs: { ...envs, ...this.deps.extraEnvs?.() } };
     }
     const { probe, defaultNodes } = this.deps;
     const spec = (n: DeviceNodeSpec): DeviceSpec => ({ ...n, permissions: 'rw' });
@@ -178,6 +180,7 @@ export class Allocator {
       });
     }
     if (visible.length > 0) devs.push(...ubNodes(probe).map(spec));
-    return { devices: devs };
+    const extra = this.deps.extraEnvs?.() ?? {};
+    return { devices: devs, ...(Object.keys(extra).length > 0 ? { envs: { ...extra } } : {}) };
   }
 }

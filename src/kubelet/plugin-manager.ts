@@ -49,6 +49,8 @@ export interface DevicePluginManagerOptions {
   readonly probe: DeviceNodeProbe;
   /** Pods of this node; required with `-volcanoType`. */
   readonly podCache?: PodCache;
+  /** Spec C.4 `-enableSlowNode`: variables every Allocate adds. */
+  readonly extraEnvs?: () => Readonly<Record<string, string>>;
   readonly pick?: PickOptions;
   readonly logger?: Logger;
   /** Start-up wait for the kubelet directory, then for the first registration (default 300 s, spec A.4). */
@@ -170,6 +172,7 @@ export class DevicePluginManager extends EventEmitter {
             probe: opts.probe,
             defaultNodes,
             ...(opts.podCache ? { podCache: opts.podCache } : {}),
+            ...(opts.extraEnvs ? { extraEnvs: opts.extraEnvs } : {}),
             events: {
               streamEnded: (s) => this.#onStreamEnded(s),
               sendFailed: (s, n) => this.#onSendFailed(s, n),

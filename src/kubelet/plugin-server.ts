@@ -120,6 +120,7 @@ export class DevicePluginServer {
       kubeletToReal: this.kubeletToReal,
       logger: this.#logger,
       ...(deps.podCache ? { podCache: deps.podCache } : {}),
+      ...(deps.extraEnvs ? { extraEnvs: deps.extraEnvs } : {}),
     });
   }
 

@@ -7,6 +7,7 @@
  *   starting kubelet does, then serves kubelet.sock again;
  * - serves pod-resources v1 (`List`, `GetAllocatableResources`, `Get`) from its own allocations.
  */
+import { KubeletPodsServer, type KubeletPodsOptions } from './kubelet-pods.js';
 import * as grpc from '@grpc/grpc-js';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
@@ -89,6 +90,7 @@ export interface SimPodRef {
  * time kubelet.sock starts being served.
  */
 export class KubeletSimulator extends EventEmitter {
+  readonly #podsServers: KubeletPodsServer[] = [];
   readonly dir: string;
   readonly socketPath: string;
   readonly registrations: RegistrationRecord[] = [];
@@ -268,9 +270,17 @@ export class KubeletSimulator extends EventEmitter {
     await this.#startRegistration();
   }
 
-  /** Stops everything, including pod-resources. */
+  /** Serves the kubelet's HTTPS `GET /pods` (spec I.6, `-getPodFromKubelet`); closed with the simulator. */
+  async servePods(o: KubeletPodsOptions): Promise<KubeletPodsServer> {
+    const server = await KubeletPodsServer.start(o);
+    this.#podsServers.push(server);
+    return server;
+  }
+
+  /** Stops everything, including pod-resources and `/pods`. */
   async close(): Promise<void> {
     await this.stop();
+    for (const p of this.#podsServers.splice(0)) await p.close();
     const pr = this.#podResources;
     this.#podResources = undefined;
     if (pr) await shutdown(pr);

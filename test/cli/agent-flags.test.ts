@@ -222,8 +222,6 @@ describe('A.1 features not built yet', () => {
   const notYet: [string, string][] = [
     ['presetVirtualDevice', 'false -volcanoType'],
     ['fdFlag', 'true'],
-    ['getPodFromKubelet', 'true'],
-    ['enableSlowNode', 'true'],
     ['edgeLogFile', '/tmp/x.log'],
   ];
   test.each(notYet)('-%s=%s is refused with "not supported yet"', (name, value) => {

@@ -221,7 +221,7 @@ describe('npuctl config check --names (issue 17 item 5, spec L.6)', () => {
         { ResourceType: 'Ascend310P', DevicePublicType: 'example.com/infer310', DevicePublicNamePre: 'inf-' },
       ]),
     );
-    const r = checkConfig(FC, CU, f);
+    const r = checkConfig(FC, CU, { names: f });
     expect(r.exitCode).toBe(0);
     expect(r.deviceNames).toMatchObject({ found: true, ok: true, problems: [] });
     expect(renderConfigCheck(r)).toContain(
@@ -234,7 +234,7 @@ describe('npuctl config check --names (issue 17 item 5, spec L.6)', () => {
       'names.json',
       JSON.stringify([{ ResourceType: '', DevicePublicType: '', DevicePublicNamePre: '', PodConfigurationName: '' }]),
     );
-    const r = checkConfig(FC, CU, f);
+    const r = checkConfig(FC, CU, { names: f });
     expect(r.exitCode).toBe(1);
     const text = renderConfigCheck(r);
     expect(text).toContain('NOT USED (the agent keeps the inner names) [L.6]');
@@ -242,7 +242,7 @@ describe('npuctl config check --names (issue 17 item 5, spec L.6)', () => {
   });
 
   test('L.6 no file: no customisation, exit 0', () => {
-    const r = checkConfig(FC, CU, path.join(os.tmpdir(), 'no-such-dir-npuctl', 'names.json'));
+    const r = checkConfig(FC, CU, { names: path.join(os.tmpdir(), 'no-such-dir-npuctl', 'names.json') });
     expect(r.exitCode).toBe(0);
     expect(r.deviceNames).toMatchObject({ found: false, ok: true });
   });

@@ -1,7 +1,7 @@
 /**
- * `npuctl config check` (architecture §7): validates both fault files exactly as the agent does and reports
- * every rule as accepted, ignored or defaulted, with the reason, the JSON path, the value and the spec section;
- * and, when asked, the public-name customisation file (spec L.6) as the agent reads it.
+ * `npuctl config check` (architecture §7): validates both fault files (and SwitchFaultCode.json, spec L.9) exactly
+ * as the agent does and reports every rule as accepted, ignored or defaulted, with the reason, the JSON path, the
+ * value and the spec section; and, when asked, the public-name customisation file (spec L.6) as the agent reads it.
  */
 import {
   FormatTable,
@@ -10,6 +10,8 @@ import {
   makePolicy,
   parseCustomizationJson,
   parseFaultCodeJson,
+  parseSwitchFaultCodeJson,
+  SWITCH_CODE_KEYS,
   type ConfigProblem,
   type RuleReport,
 } from '../../faults/index.js';
@@ -49,6 +51,15 @@ export interface ConfigCheckReport {
     warnings: string[];
     entries: NameCustomization[];
   };
+  /** SwitchFaultCode.json (910A3 switch faults, spec L.9), when checked. */
+  switchFaultCode?: {
+    path: string;
+    ok: boolean;
+    fatal?: string[];
+    problems: ConfigProblem[];
+    /** Level → number of codes at that level. */
+    codes?: Record<string, number>;
+  };
   exitCode: 0 | 1 | 2;
 }
 
@@ -74,8 +85,25 @@ function checkNames(file: string): NonNullable<ConfigCheckReport['deviceNames']>
   };
 }
 
-/** Runs the check over two files. Never throws for file content; unreadable files are fatal (exit 2). */
-export function checkConfig(faultCodeFile: string, customizationFile: string, namesFile?: string): ConfigCheckReport {
+/** The optional files of a check. */
+export interface ConfigCheckFiles {
+  /** Spec L.6 `deviceNameCustomization.json`. */
+  readonly names?: string;
+  /** Spec L.9 `SwitchFaultCode.json`. */
+  readonly switchFaultCode?: string;
+}
+
+/**
+ * Runs the check over the two fault files and, when given, the name customisation file and SwitchFaultCode.json.
+ * Never throws for file content; unreadable fault files are fatal (exit 2).
+ */
+export function checkConfig(
+  faultCodeFile: string,
+  customizationFile: string,
+  files: ConfigCheckFiles = {},
+): ConfigCheckReport {
+  const namesFile = files.names;
+  const switchFaultCodeFile = files.switchFaultCode;
   const read = (f: string, what: string): { text?: string; error?: string } => {
     try {
       return { text: readTextFile(f, MAX_CONFIG_BYTES, what) };
@@ -125,11 +153,41 @@ export function checkConfig(faultCodeFile: string, customizationFile: string, na
       problems: [],
     };
   }
+  let switchFaultCode: ConfigCheckReport['switchFaultCode'];
+  if (switchFaultCodeFile !== undefined) {
+    const swText = read(switchFaultCodeFile, 'switch fault code file');
+    const sw = swText.text !== undefined ? parseSwitchFaultCodeJson(swText.text) : undefined;
+    if (sw?.ok) {
+      const codes: Record<string, number> = {};
+      for (const { level } of SWITCH_CODE_KEYS) codes[level] = 0;
+      for (const level of sw.table.levels.values()) codes[level] = (codes[level] ?? 0) + 1;
+      switchFaultCode = {
+        path: switchFaultCodeFile,
+        ok: !sw.problems.some((p) => p.kind !== 'warning'),
+        problems: sw.problems,
+        codes,
+      };
+    } else {
+      switchFaultCode = {
+        path: switchFaultCodeFile,
+        ok: false,
+        fatal: sw && !sw.ok ? sw.fatal : [swText.error!],
+        problems: sw?.problems ?? [],
+      };
+    }
+  }
   const deviceNames = namesFile !== undefined ? checkNames(namesFile) : undefined;
-  const fatal = faultCode.fatal !== undefined || customization.fatal !== undefined;
-  const allOk = faultCode.ok && customization.ok && (deviceNames?.ok ?? true);
+  const fatal =
+    faultCode.fatal !== undefined || customization.fatal !== undefined || switchFaultCode?.fatal !== undefined;
+  const allOk = faultCode.ok && customization.ok && (switchFaultCode?.ok ?? true) && (deviceNames?.ok ?? true);
   const exitCode = fatal ? 2 : allOk ? 0 : 1;
-  return { faultCode, customization, ...(deviceNames ? { deviceNames } : {}), exitCode };
+  return {
+    faultCode,
+    customization,
+    ...(switchFaultCode ? { switchFaultCode } : {}),
+    ...(deviceNames ? { deviceNames } : {}),
+    exitCode,
+  };
 }
 
 /** The human-readable rendering of a report. */
@@ -170,6 +228,20 @@ export function renderConfigCheck(r: ConfigCheckReport): string {
     for (const p of cu.problems.filter((x) => x.kind === 'warning' && !shown.has(`${x.path}|${x.reason}`)))
       out.push(`  warning    ${p.path}: ${p.reason} [${p.spec}]`);
   }
+  const sw = r.switchFaultCode;
+  if (sw?.fatal) {
+    out.push(`SwitchFaultCode.json ${sw.path}: UNUSABLE (the agent keeps its last good switch code table)`);
+    for (const f of sw.fatal) out.push(`  error      ${f}`);
+  } else if (sw) {
+    const counts = Object.entries(sw.codes ?? {})
+      .map(([level, n]) => `${n} ${level}`)
+      .join(', ');
+    out.push(`SwitchFaultCode.json ${sw.path}: ${sw.ok ? 'ok' : 'entries ignored'} (${counts})`);
+  }
+  for (const p of sw?.problems ?? [])
+    out.push(
+      `  ${p.kind.padEnd(10)} ${p.path}${p.value !== undefined ? ` = ${p.value}` : ''}: ${p.reason} [${p.spec}]`,
+    );
   const dn = r.deviceNames;
   if (dn) {
     if (!dn.found) out.push(`deviceNameCustomization.json ${dn.path}: absent (no customisation) [L.6]`);
