@@ -14,7 +14,6 @@ import { PROJECT_ROOT } from '../core/paths.js';
 import { Dcmi, type ChipAddress } from '../dcmi/dcmi.js';
 import { resolveDcmiLibrary } from '../dcmi/library-path.js';
 import { SWITCH_LIBRARY_NAME, SwitchLibrary } from '../dcmi/switch.js';
-import { SwitchFaultState } from '../kube/device-info-switch.js';
 import { SwitchCodeSource } from '../kube/device-info-switch-codes.js';
 import { discoverNode } from '../health/discovery.js';
 import type { AgentBase } from './context.js';
@@ -50,11 +49,10 @@ export interface DcmiLayer {
   readonly switch?: SwitchHardware;
 }
 
-/** The 910A3 switch library, its code table and the node's switch fault state (spec L.9). */
+/** The 910A3 switch library and its code table (spec L.9); the faults themselves are store state. */
 export interface SwitchHardware {
   readonly lib: SwitchLibrary;
   readonly codes: SwitchCodeSource;
-  readonly faults: SwitchFaultState;
 }
 
 /** Opens DCMI and discovers the node; registers DCMI's close. */
@@ -166,10 +164,8 @@ async function openSwitch(ctx: AgentBase): Promise<SwitchHardware | undefined> {
     log: (level, line) => log[level]({ source: 'switch-fault-code' }, line),
   });
   ctx.cleanups.push('switch fault codes', () => codes.close());
-  const faults = new SwitchFaultState((c) => codes.current().levels.get(c));
-  codes.onChange(() => faults.relevel()); // the level function reads the table in use (wire-kube may overlay it)
   log.info({ library: libPath }, 'init switch library succeeded');
-  return { lib, codes, faults };
+  return { lib, codes };
 }
 
 /**

@@ -71,7 +71,7 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
     logger: log,
   });
   ctx.cleanups.push('hang detector', () => hang.stop());
-  const switchMonitor = hw.switch ? wireSwitch(ctx, hw) : undefined;
+  const switchMonitor = hw.switch ? wireSwitch(ctx, hw, store) : undefined;
   store.attachResync({
     markResync: (ids, why) => monitor.markResync(ids, why),
     applied: () => resyncSettled(monitor),
@@ -95,11 +95,11 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
 const MAX_LOGGED_CODES = 32;
 
 /**
- * Spec L.9: the switch monitor feeding the node's switch fault state (which the device-info ConfigMap projects):
+ * Spec L.9: the switch monitor feeding the store's switch state (which the device-info ConfigMap projects):
  * subscription events in order, every query's answer as the whole list, a query each cycle while unsubscribed.
  */
-function wireSwitch(ctx: AgentContext, hw: DcmiLayer): SwitchMonitor {
-  const { log, clock, flags } = ctx;
+function wireSwitch(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore): SwitchMonitor {
+  const { log, flags } = ctx;
   const sw = hw.switch!;
   const codesOf = (events: readonly { eventType: number; subType: number; peerPortDevice: number }[]): string[] =>
     events.slice(0, MAX_LOGGED_CODES).map((e) => assembleSwitchCode(e));
@@ -107,7 +107,7 @@ function wireSwitch(ctx: AgentContext, hw: DcmiLayer): SwitchMonitor {
     lib: sw.lib,
     onEvents: (events) => {
       log.warn({ codes: codesOf(events), count: events.length }, 'switch subscribe got fault');
-      sw.faults.applyEvents(events, clock.now());
+      store.applySwitchEvents(events);
     },
     onQuery: (events) => {
       const current = events.filter((e) => e.assertion !== 0);
@@ -115,7 +115,7 @@ function wireSwitch(ctx: AgentContext, hw: DcmiLayer): SwitchMonitor {
       if (current.length > 0) {
         log.warn({ count: current.length }, `switch of 910A3 get fault codes: ${JSON.stringify(codesOf(current))}`);
       }
-      sw.faults.replaceAll(events, clock.now());
+      store.replaceSwitchFaults(events);
     },
     onError: (what, err) => log.warn({ call: what, error: errorMessage(err) }, 'switch library call failed'),
   });

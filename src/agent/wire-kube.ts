@@ -9,7 +9,7 @@ import { chipName, effectiveShareCount } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
-import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG } from '../kube/device-info-switch.js';
+import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG, switchInfoOf } from '../kube/device-info-switch.js';
 import { SwitchCodeConfigMapOverlay } from '../kube/device-info-switch-codes.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
@@ -127,7 +127,14 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     ...(flags.use310PMixedInsert ? { mixedTypes: mixedInsertTypesOf(hw, log) } : {}),
     // spec H.2, L.9: 910A3/A5 always carry SwitchInfoCfg (the Go zero value while switch faults are off)
     ...(carriesSwitchInfo(hw.kind)
-      ? { switchInfoCfg: () => hw.switch?.faults.info(ctx.clock.now()).text ?? EMPTY_SWITCH_INFO_CFG }
+      ? {
+          switchInfoCfg: () => {
+            if (!hw.switch) return EMPTY_SWITCH_INFO_CFG;
+            const sw = store.snapshot().switch;
+            const nowSec = Math.floor(ctx.clock.now() / 1000);
+            return switchInfoOf({ faults: sw.faults, levelOf: (c) => sw.levels.get(c), nowSec }).text;
+          },
+        }
       : {}),
   };
   const publisher: DeviceInfoPublisher = new DeviceInfoPublisher({
@@ -153,9 +160,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   // share mode: which copies pods hold is not chip state (no store change follows a pod change), so a pod change
   // is itself a change of the view (spec H.3)
   if (shareCount > 1) d.pods.onChange(() => publisher.changed());
-  const offSwitch = hw.switch?.faults.onChange(() => publisher.changed()); // spec L.9: a switch fault triggers a write
-  if (offSwitch) ctx.cleanups.push('switch faults', offSwitch);
-  if (hw.switch) wireSwitchCodes(ctx, hw.switch, api);
+  if (hw.switch) wireSwitchCodes(ctx, hw.switch, store, api); // a switch change is a store change: a write follows
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;
@@ -234,7 +239,12 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
 }
 
 /** Spec F.8: the fault-config ConfigMap's `SwitchFaultCode.json` key over the file (docs/super-node.md). */
-function wireSwitchCodes(ctx: AgentContext, sw: NonNullable<DcmiLayer['switch']>, api: ApiLayer): void {
+function wireSwitchCodes(
+  ctx: AgentContext,
+  sw: NonNullable<DcmiLayer['switch']>,
+  store: NodeStateStore,
+  api: ApiLayer,
+): void {
   const overlay = new SwitchCodeConfigMapOverlay({
     api: api.core,
     watch: api.watch,
@@ -242,8 +252,9 @@ function wireSwitchCodes(ctx: AgentContext, sw: NonNullable<DcmiLayer['switch']>
     logger: ctx.log,
     backoff: api.backoff,
   });
-  sw.faults.setLevels((c) => overlay.current().levels.get(c));
+  const levels = (): void => store.setSwitchLevels(overlay.current().levels);
+  levels();
   ctx.cleanups.push('switch codes configmap', () => overlay.stop());
-  overlay.onChange(() => sw.faults.relevel());
+  overlay.onChange(levels); // the overlay also follows the file (its current() falls back to it)
   void withTimeout(overlay.start(), ctx.apiTimeoutMs, undefined);
 }

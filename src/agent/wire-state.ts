@@ -73,6 +73,16 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     logger: log,
   });
   ctx.cleanups.push('store', () => store.stop());
+  // spec L.9: the switch level table enters the store; with an API server the kube wiring puts the fault-config
+  // ConfigMap's SwitchFaultCode.json key over the file (F.8)
+  const sw = d.hw.switch;
+  if (sw) {
+    store.setSwitchLevels(sw.codes.current().levels);
+    if (!d.api) {
+      const off = sw.codes.onChange(() => store.setSwitchLevels(sw.codes.current().levels));
+      ctx.cleanups.push('switch levels', off);
+    }
+  }
   let restored: RestoreResult | undefined;
   // spec L.6: the live ConfigMap holds public names; the store and the state file keep the inner ones
   const names = d.hw.names;

@@ -9,6 +9,7 @@
 import type { ChipKind } from '../core/chips.js';
 import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 import type { SwitchCodeLevel } from '../faults/index.js';
+import type { SwitchFault } from '../state/switch-faults.js';
 
 /** Spec H.2: the kinds whose device-info ConfigMap carries `SwitchInfoCfg` (upstream: 910A3 and 910A5). */
 export function carriesSwitchInfo(kind: ChipKind): boolean {
@@ -44,23 +45,6 @@ export const PEER_L2 = 2;
 /** L9: this many simultaneous faults on distinct L2-facing ports of one switch chip force Separate. */
 export const L2_PLANE_PORTS = 16;
 
-/** One current switch fault, as the binding decoded it from an `LqDcmiEvent` (dcmi-abi.md §8). */
-export interface SwitchFault {
-  /** `eventType`: the alarm id, printed `0x%08x` in the assembled code. */
-  readonly eventType: number;
-  /** `subType`: the fault id; 0xFFFFFFFF = none (`na`). */
-  readonly subType: number;
-  readonly peerPortDevice: number;
-  readonly peerPortId: number;
-  readonly switchChipId: number;
-  readonly switchPortId: number;
-  readonly severity: number;
-  /** 0 recover, 1 occur, 2 once. */
-  readonly assertion: number;
-  /** Unix ms (the agent's clock when the library gave 0). */
-  readonly alarmRaisedTime: number;
-}
-
 const NA = 0xffffffff;
 
 /** Spec L.9 / dcmi-abi.md §8: `[0x%08x,<subType|na>,<cpu|npu|L2|na>,na]`. */
@@ -69,36 +53,6 @@ export function assembleSwitchCode(f: Pick<SwitchFault, 'eventType' | 'subType' 
   const id = f.subType >>> 0 === NA ? 'na' : String(f.subType >>> 0);
   const peer = ['cpu', 'npu', 'L2'][f.peerPortDevice] ?? 'na';
   return `[${alarm},${id},${peer},na]`;
-}
-
-/** Identity of a fault for its recovery (upstream compares everything but severity, assertion and time). */
-export function sameSwitchFault(a: SwitchFault, b: SwitchFault): boolean {
-  return (
-    a.eventType === b.eventType &&
-    a.subType === b.subType &&
-    a.peerPortDevice === b.peerPortDevice &&
-    a.peerPortId === b.peerPortId &&
-    a.switchChipId === b.switchChipId &&
-    a.switchPortId === b.switchPortId
-  );
-}
-
-/**
- * The current faults after one subscription event: a recovery removes the faults it recovers, anything else is
- * added (a repeat of a fault already present keeps the first one: upstream appends duplicates, a deviation
- * documented in docs/super-node.md).
- */
-export function applySwitchEvent(current: readonly SwitchFault[], e: SwitchFault): SwitchFault[] {
-  if (e.assertion === 0) return current.filter((f) => !sameSwitchFault(f, e));
-  if (current.some((f) => sameSwitchFault(f, e))) return [...current];
-  return [...current, e];
-}
-
-/** A query's answer (`lq_dcmi_get_fault_info`): recoveries dropped, repeats merged (upstream keeps non-recoveries). */
-export function switchFaultsOfQuery(listed: readonly SwitchFault[]): SwitchFault[] {
-  let out: SwitchFault[] = [];
-  for (const f of listed) if (f.assertion !== 0) out = applySwitchEvent(out, f);
-  return out;
 }
 
 /** L.9: some switch chip has faults on {@link L2_PLANE_PORTS} distinct L2-facing ports (counted among occurrences). */
@@ -206,81 +160,4 @@ export function switchInfoOf(input: SwitchInfoInput): SwitchInfo {
     ]),
   );
   return { level: top, nodeStatus, unregistered, l2PlaneDown: planeDown, text };
-}
-
-/** A switch event as the library reported it (`alarmRaisedTime` 0 = not stamped). */
-export type RawSwitchEvent = SwitchFault;
-
-/**
- * The node's current switch faults and what the device-info ConfigMap shows of them: events from the subscription
- * and answers of the query go in, `SwitchInfoCfg` comes out. Times the library left 0 are stamped with `nowMs`.
- */
-export class SwitchFaultState {
-  #faults: SwitchFault[] = [];
-  #levelOf: (code: string) => SwitchFaultLevel | undefined;
-  readonly #listeners = new Set<() => void>();
-
-  constructor(levelOf: (code: string) => SwitchFaultLevel | undefined) {
-    this.#levelOf = levelOf;
-  }
-
-  /** The current faults. */
-  faults(): readonly SwitchFault[] {
-    return this.#faults;
-  }
-
-  /** Subscription events, in order. */
-  applyEvents(events: readonly RawSwitchEvent[], nowMs: number): void {
-    let next = this.#faults;
-    for (const e of events) next = applySwitchEvent(next, stamp(e, nowMs));
-    this.#set(next);
-  }
-
-  /**
-   * A query's answer replaces the list (recoveries dropped). A fault the library left unstamped keeps the time it
-   * was first seen with, so a periodic query does not change its `fault_time`.
-   */
-  replaceAll(events: readonly RawSwitchEvent[], nowMs: number): void {
-    const known = (e: RawSwitchEvent): number | undefined =>
-      e.alarmRaisedTime === 0 ? this.#faults.find((f) => sameSwitchFault(f, e))?.alarmRaisedTime : undefined;
-    this.#set(switchFaultsOfQuery(events.map((e) => stamp(e, known(e) ?? nowMs))));
-  }
-
-  /** A new level table (SwitchFaultCode.json reloaded). */
-  setLevels(levelOf: (code: string) => SwitchFaultLevel | undefined): void {
-    this.#levelOf = levelOf;
-    this.#emit();
-  }
-
-  /** The table behind the level function changed (same function): the value is recomputed. */
-  relevel(): void {
-    this.#emit();
-  }
-
-  /** The `SwitchInfoCfg` view now. */
-  info(nowMs: number): SwitchInfo {
-    return switchInfoOf({ faults: this.#faults, levelOf: this.#levelOf, nowSec: Math.floor(nowMs / 1000) });
-  }
-
-  /** Called after every change of the faults or the levels. */
-  onChange(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  #set(next: SwitchFault[]): void {
-    const same =
-      next.length === this.#faults.length &&
-      next.every((f, i) => sameSwitchFault(f, this.#faults[i]!) && f.assertion === this.#faults[i]!.assertion);
-    this.#faults = next;
-    if (!same) this.#emit();
-  }
-
-  #emit(): void {
-    for (const l of this.#listeners) l();
-  }
-}
-
-function stamp(e: RawSwitchEvent, nowMs: number): SwitchFault {
-  return e.alarmRaisedTime === 0 ? { ...e, alarmRaisedTime: nowMs } : e;
 }

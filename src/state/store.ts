@@ -16,6 +16,14 @@
  * {@link NodeStateStore.onDurableChange}); re-sync requests to the health layer ({@link NodeStateStore.attachResync}).
  */
 import { isNetworkCode, LINK_DOWN_CODE, parseHexCode, type FaultCode } from '../faults/codes.js';
+import type { SwitchCodeLevel } from '../faults/switch-codes.js';
+import {
+  sameSwitchFaults,
+  withSwitchEvents,
+  withSwitchQuery,
+  type RawSwitchEvent,
+  type SwitchFault,
+} from './switch-faults.js';
 import type { FaultEngine } from '../faults/engine.js';
 import type { Assertion, ChipView, CycleResult, FaultEvent, Health, Transition } from '../faults/engine-types.js';
 import { mostSevere, type FaultLevel } from '../faults/levels.js';
@@ -73,10 +81,21 @@ export interface NodeState {
   readonly chips: readonly ChipState[];
   /** The engine's ManuallySeparateNPU value (spec G.2). */
   readonly manualSeparation: string;
+  /** The node's 910A3 switch faults and their level table (spec L.9); empty where there is no switch library. */
+  readonly switch: SwitchState;
 }
 
+/** Spec L.9: what the switch library reports, and the SwitchFaultCode.json levels the projection applies. */
+export interface SwitchState {
+  readonly faults: readonly SwitchFault[];
+  /** Assembled code → level (the table in use: the file, or the fault-config ConfigMap's key over it). */
+  readonly levels: ReadonlyMap<string, SwitchCodeLevel>;
+}
+
+const NO_SWITCH: SwitchState = Object.freeze({ faults: Object.freeze([]), levels: new Map() });
+
 /** What caused a cycle. */
-export type ChangeCause = 'events' | 'tick' | 'release' | 'pod-used' | 'policy' | 'restore' | 'input';
+export type ChangeCause = 'events' | 'tick' | 'release' | 'pod-used' | 'policy' | 'restore' | 'input' | 'switch';
 
 /** What a published snapshot changed. */
 export interface StateChange {
@@ -131,7 +150,14 @@ export interface NodeStateStoreOptions {
   readonly logger?: Logger;
 }
 
-type Op = { cause: ChangeCause; events?: readonly FaultEvent[]; input?: () => Transition[]; all?: boolean };
+type Op = {
+  cause: ChangeCause;
+  events?: readonly FaultEvent[];
+  input?: () => Transition[];
+  all?: boolean;
+  /** A switch input (spec L.9): the new switch state, or undefined when it did not change. */
+  switch?: () => SwitchState | undefined;
+};
 
 /** What a chip state adds to the engine's view (see {@link ChipState}). */
 interface Derived {
@@ -232,6 +258,7 @@ export class NodeStateStore {
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
   readonly #chipStates = new Map<number, ChipState>();
+  #switch: SwitchState = NO_SWITCH;
   readonly #parsed = new Map<string, FaultCode | null>();
   /** §3.10 health filter of the reset layer (hot-reset.md): chips reported Healthy / NetworkHealthy meanwhile. */
   #resetHealthy: ReadonlySet<number> = new Set();
@@ -264,6 +291,7 @@ export class NodeStateStore {
       node: Object.freeze({ ...options.node }),
       chips: Object.freeze(this.#chips.map((c) => this.#chipStates.get(c.logicId)!)),
       manualSeparation: this.#engine.manualSeparationValue(),
+      switch: NO_SWITCH,
     });
   }
 
@@ -411,6 +439,39 @@ export class NodeStateStore {
     });
   }
 
+  /** Spec L.9: switch subscription events, in order (a time the library left 0 is stamped with the store's clock). */
+  applySwitchEvents(events: readonly RawSwitchEvent[]): void {
+    this.#submit({
+      cause: 'switch',
+      switch: () => this.#switchWith(withSwitchEvents(this.#switch.faults, events, this.#clock.now())),
+    });
+  }
+
+  /** Spec L.9: a switch query's whole answer replaces the list (an unstamped fault keeps its first time). */
+  replaceSwitchFaults(events: readonly RawSwitchEvent[]): void {
+    this.#submit({
+      cause: 'switch',
+      switch: () => this.#switchWith(withSwitchQuery(this.#switch.faults, events, this.#clock.now())),
+    });
+  }
+
+  /** Spec L.9 / F.8: the SwitchFaultCode.json level table in use (the file, or the fault-config ConfigMap's key). */
+  setSwitchLevels(levels: ReadonlyMap<string, SwitchCodeLevel>): void {
+    this.#submit({
+      cause: 'switch',
+      switch: () =>
+        levels === this.#switch.levels ? undefined : Object.freeze({ faults: this.#switch.faults, levels }),
+    });
+  }
+
+  #switchWith(faults: SwitchFault[]): SwitchState | undefined {
+    if (sameSwitchFaults(faults, this.#switch.faults)) {
+      // same faults: keep the stamped list (a query refreshes nothing a reader sees)
+      return undefined;
+    }
+    return Object.freeze({ faults: Object.freeze(faults), levels: this.#switch.levels });
+  }
+
   /** The current reset overrides. */
   resetOverrides(): {
     healthy: ReadonlySet<number>;
@@ -509,7 +570,14 @@ export class NodeStateStore {
     const transitions = [...before, ...result.transitions];
     const changed = this.#refreshChips(op.all === true);
     const manualSeparation = this.#engine.manualSeparationValue();
-    if (changed.length > 0 || transitions.length > 0 || manualSeparation !== this.#state.manualSeparation) {
+    const sw = op.switch?.();
+    if (sw) this.#switch = sw;
+    if (
+      changed.length > 0 ||
+      transitions.length > 0 ||
+      manualSeparation !== this.#state.manualSeparation ||
+      sw !== undefined
+    ) {
       this.#publish(op, now, transitions, changed, result.resync, manualSeparation);
     }
     if (events.length > 0 && this.#eventListeners.size > 0) this.#tellEvents(events, now);
@@ -529,6 +597,7 @@ export class NodeStateStore {
       node: this.#state.node,
       chips: Object.freeze(this.#chips.map((c) => this.#chipStates.get(c.logicId)!)),
       manualSeparation,
+      switch: this.#switch,
     });
     const change: StateChange = Object.freeze({
       cause: op.cause,

@@ -4,17 +4,15 @@
 import { describe, expect, test } from '@jest/globals';
 import { buildDeviceInfo, KEY_SWITCH_INFO } from '../../src/kube/device-info.js';
 import {
-  applySwitchEvent,
   carriesSwitchInfo,
   EMPTY_SWITCH_INFO_CFG,
   assembleSwitchCode,
   l2PlaneDown,
-  switchFaultsOfQuery,
   switchInfoOf,
-  SwitchFaultState,
-  type SwitchFault,
   type SwitchFaultLevel,
 } from '../../src/kube/device-info-switch.js';
+import { applySwitchEvent, switchFaultsOfQuery, type SwitchFault } from '../../src/state/switch-faults.js';
+import { testStore } from '../state/helpers.js';
 
 describe('spec H.2 SwitchInfoCfg while switch faults are off', () => {
   test('L.9 the value is the Go zero value of SwitchFaultInfo (nil slice and map as null, members in order)', () => {
@@ -167,17 +165,29 @@ describe('spec L.9 switch fault codes and SwitchInfoCfg', () => {
   });
 });
 
-describe('spec L.9 the node switch fault state', () => {
-  test('L.9 an unstamped fault keeps its first time across queries; a change is announced once', () => {
-    const state = new SwitchFaultState(() => 'NotHandle');
-    let changes = 0;
-    state.onChange(() => changes++);
-    state.replaceAll([fault({ alarmRaisedTime: 0 })], 1000);
-    state.replaceAll([fault({ alarmRaisedTime: 0 })], 301_000);
-    expect(state.faults().map((f) => f.alarmRaisedTime)).toEqual([1000]);
-    expect(changes).toBe(1);
-    state.applyEvents([fault({ assertion: 0, alarmRaisedTime: 0 })], 302_000);
-    expect(state.faults()).toEqual([]);
-    expect(changes).toBe(2);
+describe('spec L.9 the node switch fault state (a store input)', () => {
+  test('L.9 an unstamped fault keeps its first time across queries; a change publishes one snapshot', async () => {
+    const { store, clock } = testStore();
+    const causes: string[] = [];
+    store.onChange((_, c) => causes.push(c.cause));
+    const t0 = clock.now();
+    store.replaceSwitchFaults([fault({ alarmRaisedTime: 0 })]);
+    await clock.advance(300_000);
+    store.replaceSwitchFaults([fault({ alarmRaisedTime: 0 })]);
+    expect([store.snapshot().switch.faults.map((f) => f.alarmRaisedTime), causes]).toEqual([[t0], ['switch']]);
+  });
+
+  test('L.9 a recovery event removes the fault and publishes', () => {
+    const { store } = testStore();
+    store.applySwitchEvents([fault()]);
+    store.applySwitchEvents([fault({ assertion: 0, alarmRaisedTime: 0 })]);
+    expect([store.snapshot().switch.faults, store.snapshot().seq]).toEqual([[], 2]);
+  });
+
+  test('F.8 a new level table is a store input: the snapshot carries it', () => {
+    const { store } = testStore();
+    const levels = new Map<string, SwitchFaultLevel>([['[0x00f1fef5,na,L2,na]', 'Separate']]);
+    store.setSwitchLevels(levels);
+    expect(store.snapshot().switch.levels).toBe(levels);
   });
 });
