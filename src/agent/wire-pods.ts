@@ -54,7 +54,10 @@ export function wirePods(
     onChange: (l) => void listeners.push(l),
     start: () =>
       void withTimeout(
-        cache.start().then(() => updatePodUsed()),
+        cache.start().then(() => {
+          updatePodUsed();
+          for (const l of listeners) l(); // the first list is a change too (soft share's start-up clean-up, L.7)
+        }),
         ctx.apiTimeoutMs,
         undefined,
       ),
