@@ -97,14 +97,14 @@ export function hasSoftShareAnnotations(pod: Pick<PodView, 'annotations'>): bool
 }
 
 /**
- * The AI-core quota of a pod as the volcano pick matches it against the number of copies kubelet asks for (upstream:
- * `aicoreQuota == len(request)`), or undefined when absent or not a number in 1..100.
+ * The number of copies a pod asks kubelet for (the sum of its containers' limits of `resource`): what the volcano pick
+ * matches in soft share, where the pod's annotation names one chip. A pod whose soft-share annotations are wrong is
+ * still picked, so that its refusal names it (the AI-core quota must equal this number, upstream's check).
  */
-export function aicoreQuotaOf(pod: Pick<PodView, 'annotations'>): number | undefined {
-  const raw = pod.annotations[SOFT_SHARE_ANNOTATIONS.aicoreQuota];
-  if (raw === undefined || !DECIMAL.test(raw)) return undefined;
-  const v = Number(raw);
-  return v <= SOFT_SHARE_COPIES ? v : undefined;
+export function requestedCopies(pod: Pick<PodView, 'containerLimits'>, resource: string): number {
+  let total = 0;
+  for (const limits of pod.containerLimits) total += limits[resource] ?? 0;
+  return total;
 }
 
 /**
@@ -193,7 +193,7 @@ export async function allocateSoftShare(i: SoftShareAllocateInput): Promise<Cont
   const resource = resourceName(i.deviceType);
   const { pod, devices: names } = await pickFromPodAnnotation(i.podCache, resource, ids.length, {
     ...i.pick,
-    countOf: aicoreQuotaOf,
+    countOf: (p) => requestedCopies(p, resource),
   });
   try {
     const phyId = chipOfAnnotation(pod, resource, names, i.deviceType);
