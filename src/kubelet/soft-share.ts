@@ -52,6 +52,15 @@ const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DECIMAL = /^[1-9]\d{0,11}$/;
 const VNPU_DIR = /^(\d{1,3})_(\d{1,2})$/;
 const OWNER_FILE = /^\.(\d{1,3})_(\d{1,2})\.owner$/;
+/** Temp files of {@link writeFileAtomic}. */
+const TEMP_FILE = /^\..+\.tmp-\d+$/;
+/** A job folder `<ns>.<job>` (namespace and label-value rules). */
+const JOB_DIR = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+/**
+ * A vNPU whose pod the pod cache has not shown yet is kept this long (the volcano pick's last attempt lists pods live,
+ * ahead of the cache); once the cache has shown the pod, its deletion removes the vNPU at once.
+ */
+export const FRESH_MS = 60_000;
 const CONFIG_FILE = 'npu_info.config';
 /** Largest owner record read back. */
 const MAX_OWNER_BYTES = 4096;
@@ -336,6 +345,8 @@ export class SoftShareFiles {
   readonly #o: SoftShareFilesOptions;
   /** `<phy>_<vnpu>` key → entry, as on disk. */
   readonly #entries = new Map<string, SoftShareEntry>();
+  /** `<phy>_<vnpu>` key → when this process wrote it, until the pod cache has shown its pod (see {@link FRESH_MS}). */
+  readonly #unseen = new Map<string, number>();
 
   constructor(o: SoftShareFilesOptions) {
     this.#o = o;
@@ -399,7 +410,7 @@ export class SoftShareFiles {
   #jobDirs(): string[] {
     return fs
       .readdirSync(this.#o.enpuRoot, { withFileTypes: true })
-      .filter((d) => d.isDirectory() && d.name.includes('.'))
+      .filter((d) => d.isDirectory() && JOB_DIR.test(d.name))
       .map((d) => path.join(this.#o.enpuRoot, d.name));
   }
 
@@ -477,6 +488,7 @@ export class SoftShareFiles {
       );
     }
     this.#entries.set(key, entry);
+    this.#unseen.set(key, Date.now());
     this.#o.logger.info(
       { pod: `${pod.namespace}/${pod.name}`, job, phyId: chip.phyId, vnpuId, aicore: req.aicoreQuota },
       'soft share: vNPU written',
@@ -493,10 +505,15 @@ export class SoftShareFiles {
    * the folder goes with the job's last pod), and leftovers no owner record explains (a crash before the owner was
    * written, an unreadable record, temp files). Returns the keys of the removed vNPUs.
    */
-  reconcile(livePods: ReadonlySet<string>): string[] {
+  reconcile(livePods: ReadonlySet<string>, nowMs = Date.now()): string[] {
     const removed: string[] = [];
     for (const [key, e] of [...this.#entries]) {
-      if (livePods.has(e.uid)) continue;
+      if (livePods.has(e.uid)) {
+        this.#unseen.delete(key); // the cache knows the pod: from now on its deletion removes the vNPU
+        continue;
+      }
+      if (nowMs - (this.#unseen.get(key) ?? -Infinity) < FRESH_MS) continue;
+      this.#unseen.delete(key);
       const jobDir = this.#jobDir(e.namespace, e.job);
       fs.rmSync(path.join(jobDir, key), { recursive: true, force: true });
       fs.rmSync(path.join(jobDir, `.${key}.owner`), { force: true });
@@ -511,9 +528,7 @@ export class SoftShareFiles {
       for (const f of fs.readdirSync(job)) {
         const m = VNPU_DIR.exec(f) ?? OWNER_FILE.exec(f);
         const key = m ? `${job}/${m[1]}_${m[2]}` : undefined;
-        const ours = m !== null || f.startsWith('.'); // leave foreign files alone
-        if (ours && (key === undefined || !owned.has(key)))
-          fs.rmSync(path.join(job, f), { recursive: true, force: true });
+        if (m ? !owned.has(key!) : TEMP_FILE.test(f)) fs.rmSync(path.join(job, f), { recursive: true, force: true });
       }
       if (fs.readdirSync(job).length === 0) {
         fs.rmdirSync(job);

@@ -15,6 +15,7 @@ import { KubeletRequestError } from '../../src/kubelet/errors.js';
 import {
   allocateSoftShare,
   chipOfAnnotation,
+  FRESH_MS,
   jobOf,
   npuInfoConfig,
   parseSoftShareRequest,
@@ -158,7 +159,7 @@ describe('L.7 files on disk', () => {
     files.allocate(pod({ uid: 'a' }), 'job1', req(10), chip);
     files.allocate(pod({ uid: 'b', name: 'p-1' }), 'job1', req(10), chip);
     files.allocate(pod({ uid: 'c', name: 'p-2' }), 'job2', req(10), chip);
-    expect(files.reconcile(new Set(['a', 'c']))).toEqual(['1_1']);
+    expect(files.reconcile(new Set(['a', 'c']), Date.now() + FRESH_MS)).toEqual(['1_1']);
     files.allocate(pod({ uid: 'd', name: 'p-3' }), 'job3', req(10), chip);
     expect(fs.existsSync(path.join(dir, 'enpu', 'default.job3', '1_1', 'npu_info.config'))).toBe(true);
   });
@@ -213,8 +214,15 @@ describe('L.7 files on disk', () => {
   test('L.7 the job folder goes with its last vNPU; another job is untouched', () => {
     files.allocate(pod({ uid: 'a' }), 'job1', req(10), chip);
     files.allocate(pod({ uid: 'b' }), 'job2', req(10), chip);
+    files.reconcile(new Set(['a', 'b'])); // both seen in the pod cache
     files.reconcile(new Set(['b']));
     expect(fs.readdirSync(path.join(dir, 'enpu'))).toEqual(['default.job2']);
+  });
+
+  test('a fresh vNPU whose pod the cache has not shown yet is kept (the pick may list pods live, ahead of it)', () => {
+    files.allocate(pod({ uid: 'a' }), 'job1', req(10), chip);
+    expect(files.reconcile(new Set())).toEqual([]);
+    expect(files.reconcile(new Set(), Date.now() + FRESH_MS)).toEqual(['1_0']);
   });
 
   test('L.7 crash leftovers without an owner record (a folder, a temp file, a broken record) are removed', () => {
@@ -335,6 +343,8 @@ describe('L.7 allocator path and runtime', () => {
     const rt = runtime([]);
     rt.allocate(pod({ aicore: '10' }), { phyId: 0, cardId: 0, deviceId: 0 }, 10);
     rt.podsChanged({ synced: false, pods: () => [] });
+    expect(rt.files.entries()).toHaveLength(1);
+    rt.podsChanged({ synced: true, pods: () => [pod()] });
     expect(rt.files.entries()).toHaveLength(1);
     rt.podsChanged({ synced: true, pods: () => [] });
     expect(rt.files.entries()).toHaveLength(0);
