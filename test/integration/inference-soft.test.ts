@@ -212,6 +212,25 @@ describe('issue 17 item 2: soft share, agent as a child process', () => {
       20_000,
     );
   }, 60_000);
+
+  test('C.1 a fault on chip 2 makes all its 100 copies Unhealthy; a pod annotated to it is refused naming the pod', async () => {
+    await sb.mock({ op: 'fault', logicId: 2, eventId: '80E3A201', assertion: 'occur' });
+    await sb.kubelet.waitForDevices(
+      R,
+      (d) => d.filter((x) => x.ID.startsWith('Ascend310P-2-') && x.health === 'Unhealthy').length === 100,
+      'every copy of chip 2 Unhealthy',
+      20_000,
+    );
+    expect(sb.kubelet.devices(R)!.filter((d) => d.health === 'Unhealthy')).toHaveLength(100);
+    const p: SoftPod = { name: 'sick-0', job: 'job4', chip: 2, aicore: '10', hbm: '10', policy: 'elastic' };
+    await createPod(sb, p);
+    const err = await refusal(allocatePod(sb, p));
+    expect(err?.code).toBe(status.FAILED_PRECONDITION);
+    expect(err?.details).toBe(
+      'pod default/sick-0: refusing to allocate: Ascend310P-2 is Unhealthy (level SeparateNPU)',
+    );
+    expect(fs.existsSync(enpu(sb, 'default.job4'))).toBe(false);
+  }, 40_000);
 });
 
 describe('issue 17 item 2: a crash between the write and the response', () => {
