@@ -5,10 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-import { AgentSandbox, deviceList, NODE_NAME } from '../helpers/agent-process.js';
+import {
+  AgentSandbox,
+  deviceList,
+  NODE_NAME,
+  RESOURCE as RESOURCE_910,
+  runAgentOnce,
+} from '../helpers/agent-process.js';
 
 const SCENARIO = path.join(PROJECT_ROOT, 'scenarios', '310p-soft.json');
 const R = 'huawei.com/Ascend310P';
@@ -261,4 +267,32 @@ describe('issue 17 item 2: a crash between the write and the response', () => {
     );
     expect(fs.readdirSync(enpu(s))).toEqual([]);
   }, 90_000);
+});
+
+describe('issue 17 item 2: soft-share flags', () => {
+  let sb: AgentSandbox | undefined;
+  afterEach(async () => {
+    await sb?.close();
+    sb = undefined;
+  });
+
+  test('A.1 -softShareDevConfigDir whose parent folder does not exist exits 2 naming the folder', async () => {
+    sb = await AgentSandbox.create(SCENARIO);
+    const dir = path.join(sb.dir, 'missing', 'share_device');
+    const r = await runAgentOnce(
+      sb.flags(['-shareDevCount=100', `-softShareDevConfigDir=${dir}`, '-volcanoType']),
+      sb.env(),
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`-softShareDevConfigDir=${dir}: its parent folder does not exist`);
+  });
+
+  test('L.7 on a 910B node the soft-share flags have no effect, and the log says so', async () => {
+    sb = await AgentSandbox.create();
+    await sb.start(softFlags(sb));
+    expect(sb.kubelet.devices(RESOURCE_910)).toHaveLength(8);
+    expect(
+      sb.agent!.logs().some((l) => String(l.msg).startsWith('-softShareDevConfigDir has no effect on this chip kind')),
+    ).toBe(true);
+  }, 30_000);
 });
