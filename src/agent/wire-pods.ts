@@ -54,10 +54,7 @@ export function wirePods(
     onChange: (l) => void listeners.push(l),
     start: () =>
       void withTimeout(
-        cache.start().then(() => {
-          updatePodUsed();
-          for (const l of listeners) l(); // the first list is a change too (soft share's start-up clean-up, L.7)
-        }),
+        cache.start().then(() => updatePodUsed()),
         ctx.apiTimeoutMs,
         undefined,
       ),
