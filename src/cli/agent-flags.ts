@@ -162,7 +162,7 @@ export const AGENT_FLAGS = {
     kind: 'string',
     def: '',
     support: 'yes',
-    help: 'soft share (L.7): folder of the chips\' shared-memory entries <dir>/<phy>/<dieId>',
+    help: "soft share (L.7): folder of the chips' shared-memory entries <dir>/<phy>/<dieId>",
   },
   // upstream main.go: an oversell ratio of soft share; range-checked, not used by this agent (docs/inference.md)
   softShareCoreScaling: {
