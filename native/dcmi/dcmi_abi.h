@@ -382,8 +382,8 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
 
 /*
  * Prototypes (§4, §5.1). The X-macro lists every function the binding resolves, in the order of the
- * §3 inventory, with its return type and parameter list; rows 20, 21 (vNPU create/destroy) and 30 (die ID)
- * are declared for the mock but not bound (issue [A]).
+ * §3 inventory, with its return type and parameter list; rows 20, 21 (vNPU create/destroy) are declared for
+ * the mock but not bound (issue [A]).
  * DCMI_FN(name, params)
  */
 #define DCMI_BOUND_FUNCTIONS(DCMI_FN)                                                                              \
@@ -419,6 +419,7 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
   DCMI_FN(dcmi_get_device_boot_status, (int card_id, int device_id, enum dcmi_boot_status *boot_status))           \
   DCMI_FN(dcmi_get_device_resource_info,                                                                           \
           (int card_id, int device_id, struct dcmi_proc_mem_info *proc_info, int *proc_num))                       \
+  DCMI_FN(dcmi_get_device_die_v2, (int card_id, int device_id, enum dcmi_die_type input_type, struct dcmi_die_id *die_id)) \
   DCMI_FN(dcmi_get_device_pcie_info_v2, (int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info))        \
   DCMI_FN(dcmi_get_affinity_cpu_info_by_device_id, (int card_id, int device_id, char *affinity_cpu, int *length))  \
   DCMI_FN(dcmi_get_device_hbm_info, (int card_id, int device_id, struct dcmi_hbm_info *hbm_info))                  \
@@ -427,12 +428,11 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
   DCMI_FN(dcmi_set_multi_die_policy, (enum dcmi_multi_die_policy policy))                                          \
   DCMI_FN(dcmi_get_device_network_health, (int card_id, int device_id, enum dcmi_rdfx_detect_result *result))
 
-/* Rows 20, 21, 30 of §3: exported by the mock for ABI completeness, not bound by the addon. */
+/* Rows 20, 21 of §3: exported by the mock for ABI completeness, not bound by the addon. */
 #define DCMI_UNBOUND_FUNCTIONS(DCMI_FN)                                                                            \
   DCMI_FN(dcmi_create_vdevice, (int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,               \
                                 struct dcmi_create_vdev_out *out))                                                 \
-  DCMI_FN(dcmi_set_destroy_vdevice, (int card_id, int device_id, unsigned int vdevid))                             \
-  DCMI_FN(dcmi_get_device_die_v2, (int card_id, int device_id, enum dcmi_die_type input_type, struct dcmi_die_id *die_id))
+  DCMI_FN(dcmi_set_destroy_vdevice, (int card_id, int device_id, unsigned int vdevid))
 
 #define DCMI_DECLARE_PROTOTYPE(name, params) int name params;
 DCMI_BOUND_FUNCTIONS(DCMI_DECLARE_PROTOTYPE)

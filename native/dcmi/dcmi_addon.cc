@@ -187,6 +187,7 @@ class DcmiLibrary : public Napi::ObjectWrap<DcmiLibrary> {
   Napi::Value GetPcieInfoV2(const Napi::CallbackInfo& info);
   Napi::Value GetAffinityCpuInfo(const Napi::CallbackInfo& info);
   Napi::Value GetHbmInfo(const Napi::CallbackInfo& info);
+  Napi::Value GetDeviceDie(const Napi::CallbackInfo& info);
   Napi::Value GetUtilizationRate(const Napi::CallbackInfo& info);
   Napi::Value SetMultiDiePolicy(const Napi::CallbackInfo& info);
   Napi::Value GetDeviceNetworkHealth(const Napi::CallbackInfo& info);
@@ -297,6 +298,7 @@ Napi::Function DcmiLibrary::Define(Napi::Env env) {
           InstanceMethod<&DcmiLibrary::GetPcieInfoV2>("getPcieInfoV2"),
           InstanceMethod<&DcmiLibrary::GetAffinityCpuInfo>("getAffinityCpuInfo"),
           InstanceMethod<&DcmiLibrary::GetHbmInfo>("getHbmInfo"),
+          InstanceMethod<&DcmiLibrary::GetDeviceDie>("getDeviceDie"),
           InstanceMethod<&DcmiLibrary::GetUtilizationRate>("getUtilizationRate"),
           InstanceMethod<&DcmiLibrary::SetMultiDiePolicy>("setMultiDiePolicy"),
           InstanceMethod<&DcmiLibrary::GetDeviceNetworkHealth>("getDeviceNetworkHealth"),
@@ -754,6 +756,21 @@ Napi::Value DcmiLibrary::GetHbmInfo(const Napi::CallbackInfo& info) {
   out.Set("memoryUsage", Napi::Number::New(env, static_cast<double>(hbm.memory_usage)));
   out.Set("temp", Napi::Number::New(env, hbm.temp));
   out.Set("bandwidthUtilRate", Napi::Number::New(env, hbm.bandwith_util_rate));
+  return out;
+}
+
+// §4.8 die ID (soft share, spec L.7): the five words of soc_die, as unsigned numbers
+Napi::Value DcmiLibrary::GetDeviceDie(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int card = Int32Arg(info, 0, "cardId");
+  const int device = Int32Arg(info, 1, "deviceId");
+  const int type = Int32Arg(info, 2, "dieType");
+  auto fn = DCMI_SYMBOL(dcmi_get_device_die_v2);
+  struct dcmi_die_id die;
+  std::memset(&die, 0, sizeof die);
+  Check(env, fn(card, device, static_cast<enum dcmi_die_type>(type), &die), "dcmi_get_device_die_v2");
+  Napi::Array out = Napi::Array::New(env, DIE_ID_COUNT);
+  for (uint32_t i = 0; i < DIE_ID_COUNT; i++) out.Set(i, Napi::Number::New(env, die.soc_die[i]));
   return out;
 }
 

@@ -420,6 +420,10 @@ int dcmi_get_device_die_v2(int card_id, int device_id, enum dcmi_die_type input_
   int rc = model_enter_chip(FN_dcmi_get_device_die_v2, card_id, device_id, die_id != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
   if ((int)input_type != NDIE && (int)input_type != VDIE) return model_leave(m, DCMI_ERR_PARAM);
+  if (c->has_die) { /* scenario "dieId" */
+    for (int i = 0; i < DIE_ID_COUNT; i++) die_id->soc_die[i] = c->die[i];
+    return model_leave(m, DCMI_OK);
+  }
   die_id->soc_die[0] = 0x4D4F434Bu; /* "MOCK" */
   die_id->soc_die[1] = (unsigned)input_type;
   die_id->soc_die[2] = (unsigned)c->card_id;

@@ -54,7 +54,7 @@ static const char *const spod_fields[] = {"superPodId", "serverId", "scaleType",
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
                                           "processes", "affinityCpu", "pcieBus", "dropped", "resetResult",
-                                          "bootSeconds", NULL};
+                                          "bootSeconds", "dieId", NULL};
 
 static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_value *o, const char *path) {
   long long v;
@@ -124,6 +124,18 @@ static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_v
   if (get_choice(msg, o, path, "resetResult", 0, reset_names, &c->reset_mode) < 0) return -1;
   if (get_num(msg, o, path, "bootSeconds", 0, 0, 86400, &c->boot_seconds) < 0) return -1;
   c->growth = ROCE_DEFAULT_GROWTH;
+  char die[64];
+  r = get_str(msg, o, path, "dieId", 0, 44, die, sizeof die);
+  if (r < 0) return -1;
+  if (r == 1) { /* the text form of spec L.7 / dcmi-abi §4.8: five 8-digit hex words joined by '-' */
+    char tail;
+    if (strlen(die) != 44 || sscanf(die, "%8x-%8x-%8x-%8x-%8x%c", &c->die[0], &c->die[1], &c->die[2], &c->die[3],
+                                    &c->die[4], &tail) != 5)
+      return failf(msg, join_path(fp, sizeof fp, path, "dieId"),
+                   "\"%s\" is not five 8-digit hex words joined by '-', e.g. \"C281A66C-80A047F2-0A645632-CC500485-100301E3\"",
+                   die);
+    c->has_die = 1;
+  }
   cd->chip_index[c->device_id] = sc->nchips;
   sc->by_logic[c->logic_id] = sc->nchips;
   sc->by_phy[c->phy_id] = sc->nchips;

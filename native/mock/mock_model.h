@@ -46,6 +46,8 @@ struct chip {
   int hung;
   unsigned long long boot_until_ns; /* 0 = not booting */
   unsigned long long tx, rx, growth;
+  int has_die; /* scenario "dieId": dcmi_get_device_die_v2 answers it (soft share, L.7) */
+  unsigned die[DIE_ID_COUNT];
 };
 
 struct card {

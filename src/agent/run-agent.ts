@@ -110,11 +110,21 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     // kubelet gets each snapshot before the metrics, the ConfigMap queue and the Event queue (same turn).
     const health = await wireHealth(ctx, hw, store);
     steps.step('outputs');
-    const kubelet = wireKubelet(ctx, hw, store);
+    const kubelet = wireKubelet(ctx, hw, store, api?.events);
     obs.kubeletReady(() => kubelet.status());
     observeStore(metrics, store, log);
     const pods = wirePods(ctx, hw, store, api);
-    const kube = wireKube(ctx, { hw, store, api, pods, restored: state.restored, realOf: (id) => kubelet.realOf(id) });
+    const soft = kubelet.softShare; // spec L.7: vNPU files of gone pods removed (at start: what a crash left)
+    if (soft) pods.onChange(() => soft.podsChanged(pods.cache));
+    const kube = wireKube(ctx, {
+      hw,
+      store,
+      api,
+      pods,
+      restored: state.restored,
+      realOf: (id) => kubelet.realOf(id),
+      ...(soft ? { softShare: soft } : {}),
+    });
 
     steps.step('health monitor first pass');
     state.start();

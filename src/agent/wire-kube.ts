@@ -57,6 +57,8 @@ export interface KubeDeps {
   readonly restored: RestoreResult | undefined;
   /** The real device id Allocate gave for a kubelet id (`-volcanoType`, the kubelet layer's). */
   readonly realOf: (kubeletId: string) => string | undefined;
+  /** Soft share (spec L.7): the copies of full chips leave the schedulable list too. */
+  readonly softShare?: { fullCopyNames(): ReadonlySet<string>; onChange(listener: () => void): () => void };
 }
 
 export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
@@ -121,7 +123,13 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     ...(names.active ? { publicName: names.name } : {}),
     // spec B.3 share mode: every copy listed, only the copies a pod holds left out of the schedulable list
     ...(shareCount > 1
-      ? { shareCount, namesInUse: () => d.pods.cache?.devicesInUse(hw.deviceType) ?? new Set<string>() }
+      ? {
+          shareCount,
+          namesInUse: () => {
+            const held = d.pods.cache?.devicesInUse(hw.deviceType) ?? new Set<string>();
+            return d.softShare ? new Set([...held, ...d.softShare.fullCopyNames()]) : held;
+          },
+        }
       : {}),
     // spec B.3 mixed insert: the per-type names (the kubelet layer checked the node and refused a bad one first)
     ...(flags.use310PMixedInsert ? { mixedTypes: mixedInsertTypesOf(hw, log) } : {}),
@@ -161,6 +169,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   // is itself a change of the view (spec H.3)
   if (shareCount > 1) d.pods.onChange(() => publisher.changed());
   if (hw.switch) wireSwitchCodes(ctx, hw.switch, store, api); // a switch change is a store change: a write follows
+  d.softShare?.onChange(() => publisher.changed()); // an Allocate or a clean-up changed a chip's room (L.7)
   // -autoStowing=false: the Recover labels follow every cycle; a changed label changes the device-info view.
   const stowCycle = (state: NodeState): void => {
     if (flags.autoStowing) return;

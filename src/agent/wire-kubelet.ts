@@ -11,6 +11,9 @@ import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
 import { DevicePluginManager, KubeletStartAbortedError, type ServerStatus } from '../kubelet/plugin-manager.js';
 import { StoreDeviceSource } from '../kubelet/store-device-source.js';
+import type { SoftShareRuntime } from '../kubelet/soft-share-runtime.js';
+import { softShareOf } from './wire-soft-share.js';
+import type { EventSink } from '../kube/event-recorder.js';
 import type { NodeStateStore } from '../state/store.js';
 import type { AgentContext } from './context.js';
 import { AgentStartError, EXIT, StartAborted } from './errors.js';
@@ -34,6 +37,8 @@ export interface KubeletLayer {
   ): Promise<void>;
   /** Streams ended, sockets removed. */
   stop(): Promise<void>;
+  /** Soft share (spec L.7), when on. */
+  readonly softShare: SoftShareRuntime | undefined;
 }
 
 /**
@@ -87,7 +92,7 @@ export function mixedInsertTypesOf(hw: DcmiLayer, log: Logger): Map<number, stri
   return types;
 }
 
-export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore): KubeletLayer {
+export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore, events?: EventSink): KubeletLayer {
   const { flags, log, metrics, config } = ctx;
   const shareCount = effectiveShareCount(hw.kind, flags.shareDevCount);
   if (flags.shareDevCount > 1 && shareCount === 1) {
@@ -100,6 +105,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
   const names = hw.names; // spec L.6
   const mixedTypes = flags.use310PMixedInsert ? mixedInsertTypesOf(hw, log) : undefined;
   if (mixedTypes) log.info({ types: Object.fromEntries(mixedTypes) }, '310P mixed insert: device type by logic id');
+  const softShare = softShareOf(ctx, hw, shareCount, events); // spec L.7
   // subscribed first: kubelet sees a snapshot before anyone else
   const devices = new StoreDeviceSource(store, mixedTypes ? { mixedTypes } : { shareCount });
   ctx.cleanups.push('device source', () => devices.close());
@@ -108,6 +114,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
   // kubelet folder exists): readiness must say "not registered" before the first success (issue [J] item 1).
   const everRegistered = new Set<string>();
   return {
+    softShare,
     realOf: (id) => mgr?.servers.find((s) => s.deviceType === hw.deviceType)?.kubeletToReal.realOf(id),
     status: () =>
       (mgr?.status() ?? []).map((s) => ({ ...s, registered: s.registered && everRegistered.has(s.resourceName) })),
@@ -128,6 +135,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
           waitTimeoutMs,
           onFatal,
           ...(names.active ? { names } : {}),
+          ...(softShare ? { softShare } : {}),
         });
       } catch (err) {
         if (err instanceof DeviceNodeMissingError)

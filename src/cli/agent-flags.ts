@@ -160,18 +160,17 @@ export const AGENT_FLAGS = {
   softShareDevConfigDir: {
     kind: 'string',
     def: '',
-    support: 'not-yet',
-    feature: 'soft share',
-    help: 'soft-share configuration folder',
+    support: 'yes',
+    help: "soft share (L.7): folder of the chips' shared-memory entries <dir>/<phy>/<dieId>",
   },
-  // upstream main.go: used only together with -softShareDevConfigDir (refused here), so without effect, as upstream
+  // upstream main.go: an oversell ratio of soft share; range-checked, not used by this agent (docs/inference.md)
   softShareCoreScaling: {
     kind: 'float64',
     def: 1,
     min: 1,
     max: 5,
     support: 'no-effect',
-    help: 'soft-share oversell ratio; only used with -softShareDevConfigDir (soft share: not supported yet)',
+    help: 'soft-share oversell ratio; range-checked, not used (docs/inference.md)',
   },
   useSingleDieMode: { kind: 'bool', def: false, support: 'yes', help: '910A3: multi-die policy "independent"' },
   getPodFromKubelet: {

@@ -183,6 +183,8 @@ export interface NativeDcmiLibrary {
   /** `*length` as returned and the 33-byte buffer cut at min(length, 32) */
   getAffinityCpuInfo(cardId: number, deviceId: number): { length: number; text: string };
   getHbmInfo(cardId: number, deviceId: number): NativeHbmInfo;
+  /** `soc_die[5]` of `dcmi_get_device_die_v2` (dcmi-abi.md §4.8), each word unsigned */
+  getDeviceDie(cardId: number, deviceId: number, dieType: number): number[];
   getUtilizationRate(cardId: number, deviceId: number, inputType: number): number;
   setMultiDiePolicy(policy: number): void;
   getDeviceNetworkHealth(cardId: number, deviceId: number): Promise<number>;

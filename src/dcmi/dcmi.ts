@@ -29,6 +29,8 @@ export const BOOT_STATUS_STARTED = 16;
 export const ResetChannel = { OUTBAND: 0, INBAND: 1 } as const;
 /** §4.5 device-info commands the agent uses. */
 export const DeviceInfoCmd = { VDEV_MNG: 52, CHIP_INFO: 12 } as const;
+/** `enum dcmi_die_type` (§4.8): NDIE 0, VDIE 1. */
+export const DIE_TYPE = { NDIE: 0, VDIE: 1 } as const;
 /** §4.8 utilisation input types. */
 export const UtilizationType = { AI_CORE: 2, HBM: 6, VECTOR_CORE: 12, OVERALL: 13, AI_CUBE: 14 } as const;
 
@@ -482,6 +484,20 @@ export class Dcmi {
     const h = this.call(fn, () => this.lib.getHbmInfo(cardId, deviceId));
     if (h.temp < 0) throw this.invalid(fn, `temperature ${h.temp}`);
     return { memorySizeMiB: h.memorySize, freq: h.freq, usageMiB: h.memoryUsage, temp: h.temp };
+  }
+
+  /**
+   * Die ID in its text form (§4.8, spec L.7 soft share): the five `soc_die` words as 8-digit upper-case hex joined by
+   * `-`, e.g. `C281A66C-80A047F2-0A645632-CC500485-100301E3`. `dieType` NDIE (0) or VDIE (1, the soft-share one).
+   */
+  getDieId(cardId: number, deviceId: number, dieType: 0 | 1 = DIE_TYPE.VDIE): string {
+    const fn = 'dcmi_get_device_die_v2';
+    this.checkCardDevice(fn, cardId, deviceId);
+    const words = this.call(fn, () => this.lib.getDeviceDie(cardId, deviceId, dieType));
+    if (words.length !== 5 || words.some((w) => !Number.isInteger(w) || w < 0 || w > 0xffffffff)) {
+      throw this.invalid(fn, `die id words ${JSON.stringify(words)}`);
+    }
+    return words.map((w) => w.toString(16).toUpperCase().padStart(8, '0')).join('-');
   }
 
   /** Utilisation in percent; > 100 is invalid (§4.8). */

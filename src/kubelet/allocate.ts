@@ -13,6 +13,7 @@ import type { KubeletRealMap } from './list-watch-view.js';
 import type { Logger } from '../core/logger.js';
 import type { PodCache } from '../core/pods.js';
 import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
+import { allocateSoftShare, type SoftShareAllocator } from './soft-share.js';
 
 /** Spec C.3 input limits. */
 export const MAX_CONTAINER_REQUESTS = 300_000;
@@ -28,6 +29,8 @@ export interface AllocatorOptions {
   /** Ascend-docker mode (spec A.2 step 8): environment variables only, no device specs. */
   readonly useAscendDocker: boolean;
   readonly pick?: PickOptions;
+  /** Soft share (spec L.7): set, every request goes through the pod's annotations and {@link SoftShareAllocator}. */
+  readonly softShare?: SoftShareAllocator;
 }
 
 /** What the allocator reads besides the snapshot. */
@@ -120,6 +123,11 @@ export class Allocator {
     this.validate(requests, devices);
     if (requests.some((ids) => ids.some(isVirtualName))) this.#virtualRuntime = true;
 
+    if (this.options.softShare) {
+      const { softShare, pick } = this.options;
+      const respond = (chip: KubeletDevice) => this.#response([chip], snapshot);
+      return [await allocateSoftShare({ ...this.deps, hook: softShare, deviceType, requests, devices, respond, pick })];
+    }
     const virtualType = isVirtualName(deviceType);
     const chips = volcanoType ? chipCount(snapshot) : 0; // a walk of every device (400 in share mode): only if needed
     const out: ContainerAllocateResponse[] = [];

@@ -21,6 +21,7 @@ import type { PublicNames } from '../core/public-names.js';
 import { DevicePluginServer } from './plugin-server.js';
 import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkKubeletPathOwner, checkSocketPath, socketIdentity } from './unix-socket.js';
+import type { SoftShareAllocator } from './soft-share.js';
 import type { PickOptions } from './volcano-pick.js';
 
 /** Name of kubelet's registration socket inside the device-plugin directory. */
@@ -52,6 +53,8 @@ export interface DevicePluginManagerOptions {
   /** Spec C.4 `-enableSlowNode`: variables every Allocate adds. */
   readonly extraEnvs?: () => Readonly<Record<string, string>>;
   readonly pick?: PickOptions;
+  /** Soft share (spec L.7): Allocate writes and mounts the pod's vNPU files. */
+  readonly softShare?: SoftShareAllocator;
   readonly logger?: Logger;
   /** Start-up wait for the kubelet directory, then for the first registration (default 300 s, spec A.4). */
   readonly waitTimeoutMs?: number;
@@ -160,6 +163,7 @@ export class DevicePluginManager extends EventEmitter {
             volcanoType: opts.volcanoType,
             useAscendDocker: opts.useAscendDocker,
             ...(opts.pick ? { pick: opts.pick } : {}),
+            ...(opts.softShare ? { softShare: opts.softShare } : {}),
             ...(opts.names ? { names: opts.names } : {}),
             ...(opts.periodicResendMs === undefined ? {} : { periodicResendMs: opts.periodicResendMs }),
             ...(opts.failedResendMs === undefined ? {} : { failedResendMs: opts.failedResendMs }),

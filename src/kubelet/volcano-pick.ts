@@ -17,6 +17,11 @@ export interface PickOptions {
   readonly attempts?: number;
   /** Pause between attempts (default 1000 ms). */
   readonly retryDelayMs?: number;
+  /**
+   * The number of kubelet devices a pod is matched by (default: the devices its annotation names). Soft share (L.7)
+   * matches the AI-core quota instead: the annotation names one chip, kubelet allocates one copy per percent.
+   */
+  readonly countOf?: (pod: PodView) => number | undefined;
 }
 
 /** The pod chosen and the real devices it names. */
@@ -43,22 +48,32 @@ function requestsResource(pod: PodView, resource: string): boolean {
 }
 
 /** Spec C.3 step 2 (static mode): is `pod` a candidate for a request of `count` devices of `resource`? */
-export function isCandidate(pod: PodView, resource: string, count: number): boolean {
+export function isCandidate(
+  pod: PodView,
+  resource: string,
+  count: number,
+  countOf?: (pod: PodView) => number | undefined,
+): boolean {
   if (!requestsResource(pod, resource)) return false;
   const annotation = pod.annotations[resource];
   if (annotation === undefined || pod.deleting) return false;
   if (pod.waitingMessages.some((m) => m.includes('PreStartContainer check failed'))) return false;
   if (pod.statusReason === 'UnexpectedAdmissionError') return false;
   if (pod.annotations[PREDICATE_TIME_ANNOTATION] === PREDICATE_TIME_USED) return false;
-  return annotation.split(',').length === count;
+  return (countOf ? countOf(pod) : annotation.split(',').length) === count;
 }
 
 /** The candidate with the smallest `predicate-time` (ties: namespace/name order), or undefined. */
-export function chooseCandidate(pods: readonly PodView[], resource: string, count: number): PodView | undefined {
+export function chooseCandidate(
+  pods: readonly PodView[],
+  resource: string,
+  count: number,
+  countOf?: (pod: PodView) => number | undefined,
+): PodView | undefined {
   let best: PodView | undefined;
   let bestTime = 0n;
   for (const pod of pods) {
-    if (!isCandidate(pod, resource, count)) continue;
+    if (!isCandidate(pod, resource, count, countOf)) continue;
     const t = predicateTime(pod);
     const key = `${pod.namespace}/${pod.name}`;
     if (!best || t < bestTime || (t === bestTime && key < `${best.namespace}/${best.name}`)) {
@@ -86,7 +101,7 @@ export async function pickFromPodAnnotation(
   for (let attempt = 1; attempt <= attempts; attempt++) {
     const live = attempt === attempts && attempts > 1 && cache.listLive !== undefined;
     const pods = live ? await cache.listLive!() : cache.pods();
-    const pod = chooseCandidate(pods, resource, count);
+    const pod = chooseCandidate(pods, resource, count, opts.countOf);
     if (pod) {
       try {
         await cache.markAllocated(pod);

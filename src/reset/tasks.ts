@@ -68,6 +68,12 @@ export function deviceAnnotationKey(kind: ChipKind): string {
   return kind === 'Ascend910A5' ? 'huawei.com/npu' : 'huawei.com/Ascend910';
 }
 
+/**
+ * A share-mode copy name `<type>-<phy>-<i>` (spec B.3, `-shareDevCount`): three fields, the last two decimal. Its phy
+ * id is the middle field, not the last one (`Ascend310P-3-7` is chip 3). Static vNPU names have four fields.
+ */
+const COPY_NAME = /^[^-]+-\d{1,3}-\d{1,3}$/;
+
 /** Characters of a pod's name, namespace or task name quoted in a problem (the API server allows 253). */
 const NAME_CHARS = 253;
 /** Characters of a device name quoted in a problem. */
@@ -102,8 +108,9 @@ function logicIdsOf(pod: ResetPod, input: TaskDiscoveryInput): Step<number[]> {
     };
   }
   const logicIds = new Set<number>();
+  const names = new Set<string>();
   for (const name of text.split(',')) {
-    const phyId = phyIdOfName(name);
+    const phyId = phyIdOfName(name, COPY_NAME.test(name));
     if (phyId === undefined) {
       return {
         ok: false,
@@ -117,13 +124,15 @@ function logicIdsOf(pod: ResetPod, input: TaskDiscoveryInput): Step<number[]> {
         problem: `${podRef(pod)}: no logic id for phy id ${phyId} (${short(name, QUOTED_CHARS)}); pod ignored`,
       };
     }
-    if (logicIds.has(logicId)) {
+    // several copies of one shared chip are that chip once; the same name twice is still a broken annotation
+    if (logicIds.has(logicId) && (names.has(name) || !COPY_NAME.test(name))) {
       return {
         ok: false,
         problem: `${podRef(pod)}: annotation ${key} lists chip ${short(name, QUOTED_CHARS)} twice; pod ignored`,
       };
     }
     logicIds.add(logicId);
+    names.add(name);
   }
   return { ok: true, value: [...logicIds].sort((a, b) => a - b) };
 }

@@ -207,6 +207,17 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
     ]);
   });
 
+  test('issue 17 item 2: -shareDevCount=100 -softShareDevConfigDir=<abs> -volcanoType is accepted (soft share, L.7)', () => {
+    const f = ok(['-shareDevCount=100', '-softShareDevConfigDir=/share_device', '-volcanoType']).flags;
+    expect([f.shareDevCount, f.softShareDevConfigDir, f.volcanoType]).toEqual([100, '/share_device', true]);
+  });
+
+  test('L.7 a relative -softShareDevConfigDir is refused', () => {
+    expect(errors(['-shareDevCount=100', '-softShareDevConfigDir=share', '-volcanoType'])).toEqual([
+      '-softShareDevConfigDir=share must be an absolute path',
+    ]);
+  });
+
   test('errors come in the spec order: log, healthz, listWatchPeriod, …, deviceResetTimeout', () => {
     const e = errors(['-deviceResetTimeout=1', '-listWatchPeriod=1', '-logLevel=9', '--healthz-address=1']);
     expect(e.map((x) => x.split(/[= ]/)[0])).toEqual([

@@ -143,6 +143,15 @@ describe('§1.3 task discovery (setTaskDevInfoCache)', () => {
       expect(tasks.size).toBe(0);
       expect(problems).toEqual([expect.stringMatching(/lists chip Ascend910-3 twice/)]);
     });
+    test('[M] item 1 share-mode copy names <name>-<phy>-<i> are read as chip <phy>, copies of one chip once', () => {
+      const p = pod({ devices: 'Ascend910-3-0,Ascend910-3-7,Ascend910-12-99', rankIndex: '-1' });
+      const t = discoverTasks(input([p], { ringSize: 0, logicIdOfPhy: (phy) => phy + 100 })).tasks.get('job1');
+      expect(t?.logicIds).toEqual([103, 112]);
+    });
+    test('[M] item 1 the same copy name twice still drops the pod with a problem', () => {
+      const { problems } = discoverTasks(input([pod({ devices: 'Ascend910-3-0,Ascend910-3-0' })], { ringSize: 0 }));
+      expect(problems).toEqual([expect.stringMatching(/lists chip Ascend910-3-0 twice/)]);
+    });
     test('D10 on 910A5 the chips come from annotation huawei.com/npu', () => {
       const p = pod({ annotations: { 'huawei.com/npu': 'npu-2', 'hccl/rankIndex': '3' } });
       const t = discoverTasks(input([p], { kind: 'Ascend910A5', ringSize: 1 })).tasks.get('job1');
