@@ -36,7 +36,8 @@
         "native/mock/mock_control.c",
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",
-        "native/mock/mock_model.c"
+        "native/mock/mock_model.c",
+        "native/mock/mock_vdevice.c"
       ],
       "include_dirs": [
         "native/dcmi",

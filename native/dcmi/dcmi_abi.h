@@ -382,8 +382,8 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
 
 /*
  * Prototypes (§4, §5.1). The X-macro lists every function the binding resolves, in the order of the
- * §3 inventory, with its return type and parameter list; rows 20, 21 (vNPU create/destroy) and 30 (die ID)
- * are declared for the mock but not bound (issue [A]).
+ * §3 inventory, with its return type and parameter list; row 30 (die ID) is declared for the mock but not
+ * bound (issue [A]). Rows 20, 21 (vNPU create/destroy) are bound for dynamic vNPU (issue 17 item 3).
  * DCMI_FN(name, params)
  */
 #define DCMI_BOUND_FUNCTIONS(DCMI_FN)                                                                              \
@@ -410,6 +410,9 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
   DCMI_FN(dcmi_get_device_type, (int card_id, int device_id, enum dcmi_unit_type *device_type))                    \
   DCMI_FN(dcmi_get_device_info, (int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd,    \
                                  void *buf, unsigned int *size))                                                   \
+  DCMI_FN(dcmi_create_vdevice, (int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,               \
+                                struct dcmi_create_vdev_out *out))                                                 \
+  DCMI_FN(dcmi_set_destroy_vdevice, (int card_id, int device_id, unsigned int vdevid))                             \
   DCMI_FN(dcmi_get_npu_work_mode, (int card_id, unsigned char *work_mode))                                         \
   DCMI_FN(dcmi_set_device_reset, (int card_id, int device_id, enum dcmi_reset_channel channel_type))               \
   DCMI_FN(dcmi_get_device_outband_channel_state, (int card_id, int device_id, int *channel_state))                 \
@@ -427,11 +430,8 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
   DCMI_FN(dcmi_set_multi_die_policy, (enum dcmi_multi_die_policy policy))                                          \
   DCMI_FN(dcmi_get_device_network_health, (int card_id, int device_id, enum dcmi_rdfx_detect_result *result))
 
-/* Rows 20, 21, 30 of §3: exported by the mock for ABI completeness, not bound by the addon. */
+/* Row 30 of §3: exported by the mock for ABI completeness, not bound by the addon. */
 #define DCMI_UNBOUND_FUNCTIONS(DCMI_FN)                                                                            \
-  DCMI_FN(dcmi_create_vdevice, (int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,               \
-                                struct dcmi_create_vdev_out *out))                                                 \
-  DCMI_FN(dcmi_set_destroy_vdevice, (int card_id, int device_id, unsigned int vdevid))                             \
   DCMI_FN(dcmi_get_device_die_v2, (int card_id, int device_id, enum dcmi_die_type input_type, struct dcmi_die_id *die_id))
 
 #define DCMI_DECLARE_PROTOTYPE(name, params) int name params;
