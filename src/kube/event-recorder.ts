@@ -36,6 +36,8 @@ export interface AgentEvent {
   readonly nameSuffix?: string;
   /** Short description used in the drop summary, e.g. `Occur Ascend910-3 80E18402`. */
   readonly brief?: string;
+  /** The pod the Event is about (a refused Allocate); default the agent's own pod in the Event namespace (K.1). */
+  readonly regarding?: { readonly namespace: string; readonly name: string; readonly uid?: string };
 }
 
 /** Where Events are recorded (the recorder, or a test double). */
@@ -336,8 +338,9 @@ export class KubeEventRecorder implements EventSink {
 
   async #create(event: AgentEvent): Promise<Outcome> {
     const now = this.#now();
-    const ns = this.#o.namespace ?? 'kube-system';
-    const base = `${this.#o.podName}.${event.nameSuffix ?? String(now)}`;
+    const about = event.regarding;
+    const ns = about?.namespace ?? this.#o.namespace ?? 'kube-system';
+    const base = `${about?.name ?? this.#o.podName}.${event.nameSuffix ?? String(now)}`;
     const time = new Date(now);
     const body = (name: string): k8s.CoreV1Event => ({
       metadata: { name, namespace: ns },
@@ -345,7 +348,9 @@ export class KubeEventRecorder implements EventSink {
       reason: event.reason,
       action: event.action ?? event.reason,
       message: event.message,
-      involvedObject: { kind: 'pod', namespace: ns, name: this.#o.podName },
+      involvedObject: about
+        ? { kind: 'Pod', namespace: about.namespace, name: about.name, ...(about.uid ? { uid: about.uid } : {}) }
+        : { kind: 'pod', namespace: ns, name: this.#o.podName },
       source: { component: EVENT_COMPONENT, host: this.#o.nodeName },
       reportingComponent: EVENT_COMPONENT,
       reportingInstance: this.#o.podName,

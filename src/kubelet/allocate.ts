@@ -13,6 +13,8 @@ import type { KubeletRealMap } from './list-watch-view.js';
 import type { Logger } from '../core/logger.js';
 import type { PodCache } from '../core/pods.js';
 import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
+import type { DynamicVnpu } from './vnpu-allocate.js';
+import { dynamicVnpuEnvs } from './vnpu-core.js';
 
 /** Spec C.3 input limits. */
 export const MAX_CONTAINER_REQUESTS = 300_000;
@@ -40,6 +42,8 @@ export interface AllocatorDeps {
   /** The server's kubelet→real map (spec C.3 step 5); written by the volcano pick. */
   readonly kubeletToReal: KubeletRealMap;
   readonly logger: Logger;
+  /** Dynamic vNPU (`npu-core` server, spec C.3 dynamic mode): replaces the volcano pick. */
+  readonly dynamic?: DynamicVnpu;
 }
 
 function describeRefusal(d: KubeletDevice): string | undefined {
@@ -123,12 +127,17 @@ export class Allocator {
     const out: ContainerAllocateResponse[] = [];
     for (const ids of requests) {
       let real: KubeletDevice[] = ids.map((id) => devices.get(id)!);
-      if (volcanoType && !virtualType && ids.length !== chips) real = await this.#pick(ids, devices);
+      let virtual = this.#virtualRuntime;
+      if (this.deps.dynamic) {
+        // spec C.3: dynamic vNPU always picks; the runtime option follows what was mounted (not sticky)
+        const a = await this.deps.dynamic.allocate(ids, snapshot);
+        [real, virtual] = [[...a.real], a.virtual];
+      } else if (volcanoType && !virtualType && ids.length !== chips) real = await this.#pick(ids, devices);
       for (const d of real) {
         const refusal = describeRefusal(d);
         if (refusal) throw failedPrecondition(`refusing to allocate: ${refusal}`);
       }
-      out.push(this.#response(real, snapshot));
+      out.push(this.#response(real, snapshot, virtual));
     }
     return out;
   }
@@ -152,8 +161,7 @@ export class Allocator {
     return real;
   }
 
-  #response(real: readonly KubeletDevice[], snapshot: DeviceSnapshot): ContainerAllocateResponse {
-    const virtual = this.#virtualRuntime;
+  #response(real: readonly KubeletDevice[], snapshot: DeviceSnapshot, virtual: boolean): ContainerAllocateResponse {
     const visible: number[] = [];
     for (const d of real) {
       const v = virtual ? (d.vdevId ?? d.phyId) : d.phyId;
@@ -165,6 +173,7 @@ export class Allocator {
         ASCEND_RUNTIME_OPTIONS: virtual ? 'VIRTUAL' : '',
       };
       if (snapshot.node.chipKind === 'Ascend310B') envs.ASCEND_ALLOW_LINK = 'True';
+      if (this.deps.dynamic) Object.assign(envs, dynamicVnpuEnvs(visible.length)); // spec C.4
       return { envs };
     }
     const { probe, defaultNodes } = this.deps;

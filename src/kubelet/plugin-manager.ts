@@ -22,6 +22,7 @@ import { DevicePluginServer } from './plugin-server.js';
 import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkKubeletPathOwner, checkSocketPath, socketIdentity } from './unix-socket.js';
 import type { PickOptions } from './volcano-pick.js';
+import type { DynamicVnpu } from './vnpu-allocate.js';
 
 /** Name of kubelet's registration socket inside the device-plugin directory. */
 export const KUBELET_SOCKET = 'kubelet.sock';
@@ -74,6 +75,8 @@ export interface DevicePluginManagerOptions {
   readonly ownUid?: number;
   /** Public-name customisation (spec L.6) of every server; identity by default. */
   readonly names?: PublicNames;
+  /** Dynamic vNPU: the allocator of the single `npu-core` server (spec B.3, C.3). */
+  readonly dynamic?: DynamicVnpu;
 }
 
 /** {@link DevicePluginManager.start} ended by its abort signal (the agent is stopping); not a wait timeout. */
@@ -170,6 +173,7 @@ export class DevicePluginManager extends EventEmitter {
             probe: opts.probe,
             defaultNodes,
             ...(opts.podCache ? { podCache: opts.podCache } : {}),
+            ...(opts.dynamic ? { dynamic: opts.dynamic } : {}),
             events: {
               streamEnded: (s) => this.#onStreamEnded(s),
               sendFailed: (s, n) => this.#onSendFailed(s, n),
