@@ -263,7 +263,7 @@ export class DynamicVnpu {
       }
       const real = req.phyIds.map((p) => chipOfPhy(chips, p)!);
       real.forEach(refuseUnhealthy);
-      await this.#destroyUnused(chips);
+      await this.#destroyUnused(chips, pod.uid);
       const cores = new Map<string, number>();
       ids.forEach((id, i) => cores.set(id, real[Math.floor(i / coresPerChip)]!.phyId));
       this.#holdings.set(pod.uid, { pod: ref(pod), cores, real: real.map((c) => c.id) });
@@ -282,7 +282,7 @@ export class DynamicVnpu {
       );
     }
     refuseUnhealthy(chip);
-    await this.#destroyUnused(chips);
+    await this.#destroyUnused(chips, pod.uid);
     let out: { vdevId: number; vfgId: number };
     try {
       out = driver.create(chip, req.template);
@@ -302,8 +302,14 @@ export class DynamicVnpu {
     return this.#destroyUnused(this.#chips);
   }
 
-  /** Drops the holdings of pods no longer active, then destroys every vNPU that no holding or AscendReal names. */
-  async #destroyUnused(chips: readonly KubeletDevice[]): Promise<string[]> {
+  /**
+   * Drops the holdings of pods no longer active, then destroys every vNPU that no holding or AscendReal names and no
+   * allocated pod claims. A claim survives an agent restart: an active pod already picked (`predicate-time`
+   * 2^64-1) whose annotation is `<phy>-<template>` and of which this process holds nothing keeps one vNPU of that
+   * template on that chip (the agent writes no `AscendReal` for `npu-core` pods, so a restart must not take the
+   * vNPUs of running pods).
+   */
+  async #destroyUnused(chips: readonly KubeletDevice[], granting?: string): Promise<string[]> {
     const { podCache, driver, logger, type, destroyAttempts = 3, destroyDelayMs = 1000 } = this.#o;
     const isActive = this.#o.isActive ?? ((p: PodView) => !p.deleting);
     const active = podCache.pods().filter(isActive);
@@ -311,8 +317,17 @@ export class DynamicVnpu {
     for (const uid of [...this.#holdings.keys()]) if (!uids.has(uid)) this.#holdings.delete(uid);
     const used = new Set<string>();
     for (const h of this.#holdings.values()) for (const r of h.real) used.add(r);
+    const claims = new Map<string, number>();
     for (const p of active) {
       for (const r of (p.annotations['huawei.com/AscendReal'] ?? '').split(',')) used.add(r.split('_')[0]!);
+      const value = p.annotations[NPU_CORE_RESOURCE];
+      if (this.#holdings.has(p.uid) || p.uid === granting || value === undefined) continue;
+      if (p.annotations[PREDICATE_TIME_ANNOTATION] !== PREDICATE_TIME_USED) continue;
+      const req = parseNpuCoreAnnotation(value);
+      if ('kind' in req && req.kind === 'vnpu') {
+        const key = `${req.phyId}|${req.template}`;
+        claims.set(key, (claims.get(key) ?? 0) + 1);
+      }
     }
     const destroyed: string[] = [];
     for (const chip of chips) {
@@ -326,6 +341,12 @@ export class DynamicVnpu {
       for (const v of vnpus) {
         const name = vnpuName(type, v.templateName, v.vdevId, chip.phyId);
         if (name === undefined || used.has(name)) continue; // B.3: a vNPU of an unknown template is not ours
+        const key = `${chip.phyId}|${v.templateName}`;
+        const claimed = claims.get(key) ?? 0;
+        if (claimed > 0) {
+          claims.set(key, claimed - 1);
+          continue;
+        }
         for (let attempt = 1; ; attempt++) {
           try {
             driver.destroy(chip, v.vdevId);
