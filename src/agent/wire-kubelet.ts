@@ -12,7 +12,9 @@ import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError
 import { DevicePluginManager, KubeletStartAbortedError, type ServerStatus } from '../kubelet/plugin-manager.js';
 import { StoreDeviceSource } from '../kubelet/store-device-source.js';
 import type { NodeStateStore } from '../state/store.js';
+import type * as k8s from '@kubernetes/client-node';
 import type { EventSink } from '../kube/event-recorder.js';
+import { MERGE_PATCH } from '../kube/merge-patch.js';
 import { isActivePod, type CachedPod } from '../kube/pod-cache-watcher.js';
 import { DynamicVnpu } from '../kubelet/vnpu-allocate.js';
 import { NPU_CORE_TYPE } from '../kubelet/vnpu-core.js';
@@ -40,6 +42,7 @@ export interface KubeletLayer {
     onFatal: (reason: string) => void,
     waitTimeoutMs: number,
     events?: EventSink,
+    api?: Pick<k8s.CoreV1Api, 'patchNamespacedPod'>,
   ): Promise<void>;
   /** Streams ended, sockets removed. */
   stop(): Promise<void>;
@@ -140,7 +143,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
     status: () =>
       (mgr?.status() ?? []).map((s) => ({ ...s, registered: s.registered && everRegistered.has(s.resourceName) })),
     reregister: (reason) => mgr?.triggerReregister(reason),
-    start: async (pods, onFatal, waitTimeoutMs, events) => {
+    start: async (pods, onFatal, waitTimeoutMs, events, api) => {
       const dynamic =
         coreSource && pods
           ? new DynamicVnpu({
@@ -151,6 +154,17 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
               podCache: pods,
               logger: log,
               // pods from the watcher carry their phase: a finished pod holds nothing (upstream: pod resources)
+              // spec I.3 for npu-core pods (the annotator matches the chips' resource only)
+              ...(api
+                ? {
+                    annotate: async (pod, annotations) => {
+                      await api.patchNamespacedPod(
+                        { name: pod.name, namespace: pod.namespace, body: { metadata: { annotations } } },
+                        MERGE_PATCH,
+                      );
+                    },
+                  }
+                : {}),
               isActive: (p) => ('phase' in p ? isActivePod(p as CachedPod) : !p.deleting),
               onRefused: (pod, message) =>
                 events?.record({

@@ -63,6 +63,11 @@ export interface DynamicVnpuOptions {
   readonly logger: Logger;
   /** A refused Allocate whose pod is known: the agent records an Event on the pod. */
   readonly onRefused?: (pod: PodRef, message: string) => void;
+  /**
+   * Spec I.3 for `npu-core` pods: writes `huawei.com/kltDev` and `huawei.com/AscendReal` (a vNPU's name with
+   * `_<vfgId>`) on the pod after a granted Allocate. Rejections are logged; Allocate does not wait for it.
+   */
+  readonly annotate?: (pod: PodRef, annotations: Record<string, string>) => Promise<void>;
   /** A pod still holds its devices (default: not being deleted). */
   readonly isActive?: (pod: PodView) => boolean;
   /** Pick attempts (default 3) and the pause between them (default 1000 ms), C.3 step 1. */
@@ -177,12 +182,31 @@ export class DynamicVnpu {
         { pod: `${pod.namespace}/${pod.name}`, cores: ids.length, real: alloc.real.map((d) => d.id) },
         'dynamic vNPU allocate',
       );
+      this.#annotate(pod, ids, alloc);
       return alloc;
     } catch (err) {
       const message = errorMessage(err);
       this.#o.onRefused?.(ref(pod), message);
       throw err;
     }
+  }
+
+  /** I.3: kltDev = sorted kubelet IDs, AscendReal = sorted real names (`_<vfgId>` after a vNPU's name). */
+  #annotate(pod: PodView, ids: readonly string[], alloc: DynamicAllocation & { vfgId?: number }): void {
+    const annotate = this.#o.annotate;
+    if (!annotate) return;
+    const sort = (a: string[]): string[] => a.sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    const real = alloc.real.map((d) => (alloc.virtual && alloc.vfgId !== undefined ? `${d.id}_${alloc.vfgId}` : d.id));
+    const annotations = {
+      'huawei.com/kltDev': sort([...ids]).join(','),
+      'huawei.com/AscendReal': sort(real).join(','),
+    };
+    annotate(ref(pod), annotations).catch((err: unknown) =>
+      this.#o.logger.warn(
+        { pod: `${pod.namespace}/${pod.name}`, error: errorMessage(err) },
+        'dynamic vNPU: pod annotation failed',
+      ),
+    );
   }
 
   /** C.3 steps 1-3: the waiting pod whose annotation asks for `count` cores, oldest `predicate-time` first. */
@@ -242,7 +266,11 @@ export class DynamicVnpu {
   }
 
   /** C.3 step 4-5 for the chosen pod: every check, then the one DCMI change. */
-  async #grant(pod: PodView, ids: readonly string[], snapshot: DeviceSnapshot): Promise<DynamicAllocation> {
+  async #grant(
+    pod: PodView,
+    ids: readonly string[],
+    snapshot: DeviceSnapshot,
+  ): Promise<DynamicAllocation & { vfgId?: number }> {
     const { type, kind, coresPerChip, driver } = this.#o;
     const req = parseNpuCoreAnnotation(pod.annotations[NPU_CORE_RESOURCE]!) as NpuCoreRequest;
     const chips = snapshot.deviceTypes[type] ?? [];
@@ -294,7 +322,12 @@ export class DynamicVnpu {
     const name = vnpuName(type, req.template, out.vdevId, chip.phyId)!;
     const cores = new Map<string, number>(ids.map((id) => [id, chip.phyId]));
     this.#holdings.set(pod.uid, { pod: ref(pod), cores, real: [name] });
-    return { real: [{ ...chip, id: name, vdevId: out.vdevId }], virtual: true };
+    const alloc: DynamicAllocation & { vfgId: number } = {
+      real: [{ ...chip, id: name, vdevId: out.vdevId }],
+      virtual: true,
+      vfgId: out.vfgId,
+    };
+    return alloc;
   }
 
   async #release(snapshot: DeviceSnapshot | undefined): Promise<string[]> {

@@ -79,6 +79,13 @@ describe('issue 17 item 3: dynamic vNPU, agent as a child process', () => {
     });
     const pod = await s.core().readNamespacedPod({ namespace: 'default', name: 'infer-0' });
     expect(pod.metadata?.annotations?.['predicate-time']).toBe('18446744073709551615');
+    // spec I.3: kltDev and AscendReal (the vNPU with _<vfgId>) on the pod
+    const annotated = await s.untilAsync(async () => {
+      const p = await s.core().readNamespacedPod({ namespace: 'default', name: 'infer-0' });
+      return p.metadata?.annotations?.['huawei.com/AscendReal'] ? p.metadata.annotations : undefined;
+    }, 'the AscendReal annotation');
+    expect(annotated['huawei.com/AscendReal']).toBe(`Ascend310P-2c-${made[0]!.vdevId}-1_0`);
+    expect(annotated['huawei.com/kltDev']).toBe('npu-core-20,npu-core-21');
     await s.core().deleteNamespacedPod({ namespace: 'default', name: 'infer-0' });
     await s.untilAsync(async () => (await vdevs(s, 1)).length === 0, 'the vNPU of the deleted pod destroyed', 20_000);
   }, 60_000);

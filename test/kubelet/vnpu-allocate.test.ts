@@ -82,6 +82,7 @@ function setup(pods: PodView[] = []) {
   const cache = new InMemoryPodCache(pods);
   const driver = new FakeDriver();
   const refused: { pod: PodRef; message: string }[] = [];
+  const annotated: { pod: string; annotations: Record<string, string> }[] = [];
   const vnpu = new DynamicVnpu({
     type: 'Ascend310P',
     kind: 'Ascend310P',
@@ -90,10 +91,14 @@ function setup(pods: PodView[] = []) {
     podCache: cache,
     logger: NOOP_LOGGER,
     onRefused: (p, message) => refused.push({ pod: p, message }),
+    annotate: (p, annotations) => {
+      annotated.push({ pod: p.name, annotations });
+      return Promise.resolve();
+    },
     attempts: 1,
     destroyDelayMs: 0,
   });
-  return { cache, driver, refused, vnpu };
+  return { cache, driver, refused, vnpu, annotated };
 }
 
 const ids = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `npu-core-${from + i}`);
@@ -118,6 +123,20 @@ describe('C.3 dynamic mode: pick and create', () => {
     expect([...vnpu.used()]).toEqual([
       ['npu-core-0', 1],
       ['npu-core-1', 1],
+    ]);
+  });
+
+  test('I.3 the pod gets kltDev (sorted kubelet IDs) and AscendReal (the vNPU with _<vfgId>)', async () => {
+    const { vnpu, annotated } = setup([pod('p1', '1-vir02', 2)]);
+    await vnpu.allocate(['npu-core-9', 'npu-core-10'], snapshot());
+    expect(annotated).toEqual([
+      {
+        pod: 'p1',
+        annotations: {
+          'huawei.com/kltDev': 'npu-core-10,npu-core-9',
+          'huawei.com/AscendReal': 'Ascend310P-2c-100-1_0',
+        },
+      },
     ]);
   });
 
