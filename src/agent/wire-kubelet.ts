@@ -165,6 +165,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
                     },
                   }
                 : {}),
+              ready: () => !('synced' in pods) || (pods as { synced: boolean }).synced,
               isActive: (p) => ('phase' in p ? isActivePod(p as CachedPod) : !p.deleting),
               onRefused: (pod, message) =>
                 events?.record({

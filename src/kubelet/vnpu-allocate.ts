@@ -68,6 +68,11 @@ export interface DynamicVnpuOptions {
    * `_<vfgId>`) on the pod after a granted Allocate. Rejections are logged; Allocate does not wait for it.
    */
   readonly annotate?: (pod: PodRef, annotations: Record<string, string>) => Promise<void>;
+  /**
+   * The pod cache has its first list (default: always). Until then nothing is destroyed: an empty cache after a
+   * restart would otherwise take the vNPUs of running pods.
+   */
+  readonly ready?: () => boolean;
   /** A pod still holds its devices (default: not being deleted). */
   readonly isActive?: (pod: PodView) => boolean;
   /** Pick attempts (default 3) and the pause between them (default 1000 ms), C.3 step 1. */
@@ -344,6 +349,10 @@ export class DynamicVnpu {
    */
   async #destroyUnused(chips: readonly KubeletDevice[], granting?: string): Promise<string[]> {
     const { podCache, driver, logger, type, destroyAttempts = 3, destroyDelayMs = 1000 } = this.#o;
+    if (this.#o.ready && !this.#o.ready()) {
+      logger.debug({}, 'dynamic vNPU: pods not listed yet, no vNPU destroyed');
+      return [];
+    }
     const isActive = this.#o.isActive ?? ((p: PodView) => !p.deleting);
     const active = podCache.pods().filter(isActive);
     const uids = new Set(active.map((p) => p.uid));

@@ -254,6 +254,26 @@ describe('D.2 step 1: release', () => {
     expect(driver.list(chip(1)).map((v) => v.vdevId)).toEqual([100]);
   });
 
+  test('nothing is destroyed before the pod cache has its first list (a restart with running pods)', async () => {
+    const cache = new InMemoryPodCache();
+    const driver = new FakeDriver();
+    driver.vnpus.set(1, [{ vdevId: 100, templateName: 'vir02', vfgId: 0, cores: 2 }]);
+    let listed = false;
+    const vnpu = new DynamicVnpu({
+      type: 'Ascend310P',
+      kind: 'Ascend310P',
+      coresPerChip: CORES,
+      driver,
+      podCache: cache,
+      logger: NOOP_LOGGER,
+      ready: () => listed,
+    });
+    expect(await vnpu.release(snapshot())).toEqual([]);
+    expect(driver.list(chip(1))).toHaveLength(1);
+    listed = true;
+    expect(await vnpu.release(snapshot())).toEqual(['Ascend310P-2c-100-1']);
+  });
+
   test('dcmi-abi §4.6 a failing destroy is retried (3 attempts)', async () => {
     const { vnpu, driver } = setup();
     driver.vnpus.set(0, [{ vdevId: 100, templateName: 'vir01', vfgId: 0, cores: 1 }]);
