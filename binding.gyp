@@ -38,7 +38,8 @@
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",
         "native/mock/mock_model.c",
-        "native/mock/mock_switch.c"
+        "native/mock/mock_switch.c",
+        "native/mock/mock_vdevice.c"
       ],
       "include_dirs": [
         "native/dcmi",

@@ -382,8 +382,8 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
 
 /*
  * Prototypes (§4, §5.1). The X-macro lists every function the binding resolves, in the order of the
- * §3 inventory, with its return type and parameter list; rows 20, 21 (vNPU create/destroy) are declared for
- * the mock but not bound (issue [A]).
+ * §3 inventory, with its return type and parameter list. Every row is bound (rows 20, 21 for dynamic vNPU,
+ * issue 17 item 3; row 30, the die ID, for soft share, issue 17 item 2).
  * DCMI_FN(name, params)
  */
 #define DCMI_BOUND_FUNCTIONS(DCMI_FN)                                                                              \
@@ -410,6 +410,9 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
   DCMI_FN(dcmi_get_device_type, (int card_id, int device_id, enum dcmi_unit_type *device_type))                    \
   DCMI_FN(dcmi_get_device_info, (int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd,    \
                                  void *buf, unsigned int *size))                                                   \
+  DCMI_FN(dcmi_create_vdevice, (int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,               \
+                                struct dcmi_create_vdev_out *out))                                                 \
+  DCMI_FN(dcmi_set_destroy_vdevice, (int card_id, int device_id, unsigned int vdevid))                             \
   DCMI_FN(dcmi_get_npu_work_mode, (int card_id, unsigned char *work_mode))                                         \
   DCMI_FN(dcmi_set_device_reset, (int card_id, int device_id, enum dcmi_reset_channel channel_type))               \
   DCMI_FN(dcmi_get_device_outband_channel_state, (int card_id, int device_id, int *channel_state))                 \
@@ -428,11 +431,8 @@ DCMI_OFF(dcmi_soc_total_resource, media, 304)
   DCMI_FN(dcmi_set_multi_die_policy, (enum dcmi_multi_die_policy policy))                                          \
   DCMI_FN(dcmi_get_device_network_health, (int card_id, int device_id, enum dcmi_rdfx_detect_result *result))
 
-/* Rows 20, 21 of §3: exported by the mock for ABI completeness, not bound by the addon. */
-#define DCMI_UNBOUND_FUNCTIONS(DCMI_FN)                                                                            \
-  DCMI_FN(dcmi_create_vdevice, (int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,               \
-                                struct dcmi_create_vdev_out *out))                                                 \
-  DCMI_FN(dcmi_set_destroy_vdevice, (int card_id, int device_id, unsigned int vdevid))
+/* Rows of §3 exported by the mock but not bound by the addon: none left. */
+#define DCMI_UNBOUND_FUNCTIONS(DCMI_FN)
 
 #define DCMI_DECLARE_PROTOTYPE(name, params) int name params;
 DCMI_BOUND_FUNCTIONS(DCMI_DECLARE_PROTOTYPE)

@@ -176,6 +176,8 @@ class DcmiLibrary : public Napi::ObjectWrap<DcmiLibrary> {
   Napi::Value GetDeviceIp(const Napi::CallbackInfo& info);
   Napi::Value GetDeviceType(const Napi::CallbackInfo& info);
   Napi::Value GetDeviceInfo(const Napi::CallbackInfo& info);
+  Napi::Value CreateVdevice(const Napi::CallbackInfo& info);
+  Napi::Value DestroyVdevice(const Napi::CallbackInfo& info);
   Napi::Value GetNpuWorkMode(const Napi::CallbackInfo& info);
   Napi::Value SetDeviceReset(const Napi::CallbackInfo& info);
   Napi::Value GetOutbandChannelState(const Napi::CallbackInfo& info);
@@ -287,6 +289,8 @@ Napi::Function DcmiLibrary::Define(Napi::Env env) {
           InstanceMethod<&DcmiLibrary::GetDeviceIp>("getDeviceIp"),
           InstanceMethod<&DcmiLibrary::GetDeviceType>("getDeviceType"),
           InstanceMethod<&DcmiLibrary::GetDeviceInfo>("getDeviceInfo"),
+          InstanceMethod<&DcmiLibrary::CreateVdevice>("createVdevice"),
+          InstanceMethod<&DcmiLibrary::DestroyVdevice>("destroyVdevice"),
           InstanceMethod<&DcmiLibrary::GetNpuWorkMode>("getNpuWorkMode"),
           InstanceMethod<&DcmiLibrary::SetDeviceReset>("setDeviceReset"),
           InstanceMethod<&DcmiLibrary::GetOutbandChannelState>("getOutbandChannelState"),
@@ -610,6 +614,44 @@ Napi::Value DcmiLibrary::GetDeviceInfo(const Napi::CallbackInfo& info) {
   Check(env, fn(card, device, static_cast<enum dcmi_main_cmd>(main_cmd), sub_cmd, data, &size),
         "dcmi_get_device_info");
   return Napi::Number::New(env, size);
+}
+
+// §4.6: vdev_id and vfg_id 0xFFFFFFFF unless given, the template name NUL padded to 32 bytes, reserved zero.
+Napi::Value DcmiLibrary::CreateVdevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int card = Int32Arg(info, 0, "cardId");
+  const int device = Int32Arg(info, 1, "deviceId");
+  if (!info[2].IsString()) ThrowTypeError(env, "templateName", "a string");
+  const std::string name = info[2].As<Napi::String>().Utf8Value();
+  struct dcmi_create_vdev_res_stru in;
+  std::memset(&in, 0, sizeof in);
+  if (name.empty() || name.size() >= sizeof in.template_name || name.find('\0') != std::string::npos) {
+    ThrowTypeError(env, "templateName", "1 to 31 bytes without NUL");
+  }
+  in.vdev_id = info.Length() > 3 && !info[3].IsUndefined() ? Uint32Arg(info, 3, "vdevId") : 0xFFFFFFFFu;
+  in.vfg_id = info.Length() > 4 && !info[4].IsUndefined() ? Uint32Arg(info, 4, "vfgId") : 0xFFFFFFFFu;
+  std::memcpy(in.template_name, name.data(), name.size());
+  auto fn = DCMI_SYMBOL(dcmi_create_vdevice);
+  struct dcmi_create_vdev_out out;
+  std::memset(&out, 0, sizeof out);
+  Check(env, fn(card, device, &in, &out), "dcmi_create_vdevice");
+  Napi::Object res = Napi::Object::New(env);
+  res.Set("vdevId", Napi::Number::New(env, out.vdev_id));
+  res.Set("pcieBus", Napi::Number::New(env, out.pcie_bus));
+  res.Set("pcieDevice", Napi::Number::New(env, out.pcie_device));
+  res.Set("pcieFunc", Napi::Number::New(env, out.pcie_func));
+  res.Set("vfgId", Napi::Number::New(env, out.vfg_id));
+  return res;
+}
+
+Napi::Value DcmiLibrary::DestroyVdevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int card = Int32Arg(info, 0, "cardId");
+  const int device = Int32Arg(info, 1, "deviceId");
+  const unsigned int vdev = Uint32Arg(info, 2, "vdevId");
+  auto fn = DCMI_SYMBOL(dcmi_set_destroy_vdevice);
+  Check(env, fn(card, device, vdev), "dcmi_set_destroy_vdevice");
+  return env.Undefined();
 }
 
 Napi::Value DcmiLibrary::GetNpuWorkMode(const Napi::CallbackInfo& info) {

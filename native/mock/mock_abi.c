@@ -24,6 +24,7 @@ int mock_dcmi_configure(const char *scenario_path, const char *control_path);
 #include "mock_control.h"
 #include "mock_fields.h"
 #include "mock_model.h"
+#include "mock_vdevice.h"
 
 #define PROC_MEM_BYTES (1024ULL * 1024ULL * 1024ULL)
 
@@ -287,16 +288,7 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_get_device_info, card_id, device_id, buf != NULL && size != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
-  if ((int)main_cmd == DCMI_MAIN_CMD_VDEV_MNG && sub_cmd == 1) {
-    if (*size < sizeof(struct dcmi_soc_total_resource)) return model_leave(m, DCMI_ERR_PARAM);
-    struct dcmi_soc_total_resource *t = buf;
-    memset(t, 0, sizeof *t);
-    t->vdev_num = 0;
-    t->computing.aic = (float)m->sc->aicore;
-    t->computing.memory_size = m->sc->hbm_mib;
-    *size = sizeof *t;
-    return model_leave(m, DCMI_OK);
-  }
+  if ((int)main_cmd == DCMI_MAIN_CMD_VDEV_MNG) return model_leave(m, vdev_device_info(m->sc, c, sub_cmd, buf, size));
   if ((int)main_cmd == DCMI_MAIN_CMD_CHIP_INFO && sub_cmd == 1) {
     if (!m->sc->has_spod) return model_leave(m, DCMI_ERR_NOT_SUPPORTED);
     if (*size < sizeof(struct dcmi_spod_info)) return model_leave(m, DCMI_ERR_PARAM);
@@ -317,15 +309,16 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
   struct mock_model *m;
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_create_vdevice, card_id, device_id, vdev != NULL && out != NULL, &m, &c);
-  return model_leave(m, rc ? rc : DCMI_ERR_NOT_SUPPORTED);
+  if (rc) return model_leave(m, rc);
+  return model_leave(m, vdev_create(m->sc, c, vdev, out));
 }
 
 int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
-  (void)vdevid;
   struct mock_model *m;
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_set_destroy_vdevice, card_id, device_id, 1, &m, &c);
-  return model_leave(m, rc ? rc : DCMI_ERR_NOT_SUPPORTED);
+  if (rc) return model_leave(m, rc);
+  return model_leave(m, vdev_destroy(c, vdevid));
 }
 
 int dcmi_get_npu_work_mode(int card_id, unsigned char *work_mode) {

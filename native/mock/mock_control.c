@@ -26,6 +26,7 @@
 
 #include "mock_json.h"
 #include "mock_model.h"
+#include "mock_vdevice.h"
 
 #define MAX_BURST 10000000L
 #define MAX_CLIENT_OUT (64u * 1024u * 1024u)
@@ -113,7 +114,9 @@ static void put_state(struct mock_model *m, mj_buf *b) {
                   c->reset_attempts, reset_names[c->reset_mode], c->boot_seconds, chip_boot_status(c));
     if (c->has_ip) mj_buf_printf(b, "\"ip\":\"%u.%u.%u.%u\"", c->ip[0], c->ip[1], c->ip[2], c->ip[3]);
     else mj_buf_puts(b, "\"ip\":null");
-    mj_buf_printf(b, ",\"roceTx\":%llu,\"roceRx\":%llu}", c->tx, c->rx);
+    mj_buf_printf(b, ",\"roceTx\":%llu,\"roceRx\":%llu,", c->tx, c->rx);
+    vdev_put_state(b, m->sc, c);
+    mj_buf_puts(b, "}");
   }
   mj_buf_printf(b, "],\"counters\":{\"subscribeCalls\":%llu,\"subscribed\":%s,\"eventsFired\":%llu,\"callsByName\":{",
                 __atomic_load_n(&m->subscribe_calls, __ATOMIC_RELAXED), m->sub.active ? "true" : "false",
@@ -444,9 +447,19 @@ static void run_request(struct request *r) {
   const struct op *o = NULL;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0] && !o; i++)
     if (!strcmp(ops[i].name, op)) o = &ops[i];
-  if (!o) {
+  if (!o) { /* the vNPU ops (mock_vdevice.c) */
+    pthread_mutex_lock(&r->m->mu);
+    int vr = r->m->sc ? vdev_control(r->m->sc, op, r->req, &r->cl->out, r->msg) : -1;
+    if (!r->m->sc) failf(r->msg, "", "mock not loaded");
+    pthread_mutex_unlock(&r->m->mu);
+    if (vr == 0) return;
+    if (vr == -1) {
+      reply_error(r->cl, "%s", r->msg);
+      return;
+    }
     reply_error(r->cl, "unknown op \"%s\" (fault, silentFault, health, link, drop, restore, processes, resetResult, "
-                       "state, burst, stat, roceStat, switchFault, switchState)", op);
+                       "state, burst, stat, roceStat, switchFault, switchState, vdevs, createVdev, destroyVdev, "
+                       "vdevResult)", op);
     return;
   }
   if (check_fields(r->msg, r->req, "", o->fields)) {

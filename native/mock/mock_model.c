@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mock_json.h"
+#include "mock_vdevice.h"
 
 #define ROCE_DEFAULT_GROWTH 1000ULL
 
@@ -49,7 +50,7 @@ int model_on_own_thread(void) { return t_mock_thread; }
 static const char *const top_fields[] = {"chipName", "chipType", "chipVersion", "npuName", "aicoreCount", "boardId",
                                          "pcbId", "bomId", "slotId", "mainboardId", "dcmiVersion", "productType",
                                          "subscribe", "workMode", "hbmSizeMiB", "superPod", "timeline", "switch",
-                                         "description", "cards", NULL};
+                                         "description", "cards", "vnpuTemplates", NULL};
 static const char *const spod_fields[] = {"superPodId", "serverId", "scaleType", NULL};
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
@@ -200,6 +201,7 @@ static int load_scenario(const mj_value *root, struct scenario *sc, char *msg) {
   const mj_value *tl = mj_get(root, "timeline");
   if (tl && tl->type != MJ_ARRAY) return failf(msg, "timeline", "expected an array, found %s", found(tl));
   if (get_str(msg, root, "", "description", 0, (size_t)-1, NULL, 0) < 0) return -1;
+  if (vdev_load_templates(msg, root, sc) < 0) return -1;
 
   const mj_value *cards = mj_get(root, "cards");
   if (!cards) return failf(msg, "cards", "required field missing");

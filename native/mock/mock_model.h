@@ -23,6 +23,23 @@
 #define MAX_ID 255
 
 enum reset_mode { RESET_OK, RESET_FAIL, RESET_HANG };
+
+/* vNPU (dynamic virtual devices, mock_vdevice.c): templates from the scenario, vNPUs per chip. */
+#define MOCK_MAX_TEMPLATES 16
+#define MOCK_MAX_VDEVS DCMI_SOC_SPLIT_MAX /* dcmi-abi.md §4.5: vdev_num <= 32 */
+#define MOCK_VDEV_ID_MIN 100              /* dcmi-abi.md §6: vNPU ids are 100..1123 */
+#define MOCK_VDEV_ID_END 1124
+
+struct vnpu_template {
+  char name[DCMI_VDEV_RES_NAME_LEN];
+  unsigned aicore, aicpu;
+  unsigned long long memory_mib;
+};
+
+struct vdev {
+  unsigned id, vfg_id;
+  int tmpl; /* index into scenario.templates */
+};
 /* Names of the scenario and control values, NULL-terminated, indexed by value. */
 MOCK_API extern const char *const reset_names[]; /* enum reset_mode */
 MOCK_API extern const char *const link_names[];  /* link_up: 0 DOWN, 1 UP */
@@ -48,6 +65,9 @@ struct chip {
   unsigned long long tx, rx, growth;
   int has_die; /* scenario "dieId": dcmi_get_device_die_v2 answers it (soft share, L.7) */
   unsigned die[DIE_ID_COUNT];
+  struct vdev vdevs[MOCK_MAX_VDEVS]; /* vNPUs created on the chip (mock_vdevice.c) */
+  int nvdevs;
+  int vdev_fail; /* 1: every dcmi_create_vdevice fails with -8005 (control op vdevResult) */
 };
 
 struct card {
@@ -72,6 +92,8 @@ struct scenario {
   unsigned long long hbm_mib;
   int has_spod;
   unsigned spod_id, server_id, scale_type;
+  struct vnpu_template templates[MOCK_MAX_TEMPLATES]; /* scenario vnpuTemplates */
+  int ntemplates;
   int ncards, nchips;
   struct card cards[MAX_CARDS];
   struct chip chips[MAX_CHIPS];

@@ -142,7 +142,14 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     steps.step('kubelet directory and registration');
     // 9. Kubelet (spec A.2 last step): wait for the directory, register every resource.
     const waitMs = deps.kubeletWaitTimeoutMs ?? flags.kubeletWaitTimeout * 1000;
-    await kubelet.start(pods.cache, (reason) => deps.onFatal?.(reason), waitMs, pods.allocateEnvs);
+    await kubelet.start(
+      pods.cache,
+      (reason) => deps.onFatal?.(reason),
+      waitMs,
+      pods.allocateEnvs,
+      api?.events,
+      api?.core,
+    );
     const metricsPort = obs.port;
     steps.step('running');
     log.info(

@@ -15,6 +15,17 @@ import type { SoftShareRuntime } from '../kubelet/soft-share-runtime.js';
 import { softShareOf } from './wire-soft-share.js';
 import type { EventSink } from '../kube/event-recorder.js';
 import type { NodeStateStore } from '../state/store.js';
+import type * as k8s from '@kubernetes/client-node';
+import { MERGE_PATCH } from '../kube/merge-patch.js';
+import { isActivePod, type CachedPod } from '../kube/pod-cache-watcher.js';
+import { DynamicVnpu } from '../kubelet/vnpu-allocate.js';
+import { NPU_CORE_TYPE } from '../kubelet/vnpu-core.js';
+import {
+  checkDynamicVnpu,
+  CoreDeviceSource,
+  dcmiVnpuDriver,
+  DynamicVnpuUnsupportedError,
+} from '../kubelet/vnpu-setup.js';
 import type { AgentContext } from './context.js';
 import { AgentStartError, EXIT, StartAborted } from './errors.js';
 import type { DcmiLayer } from './wire-dcmi.js';
@@ -34,6 +45,8 @@ export interface KubeletLayer {
     waitTimeoutMs: number,
     /** Spec C.4 `-enableSlowNode`: the variables every Allocate adds. */
     extraEnvs?: () => Readonly<Record<string, string>>,
+    events?: EventSink,
+    api?: Pick<k8s.CoreV1Api, 'patchNamespacedPod'>,
   ): Promise<void>;
   /** Streams ended, sockets removed. */
   stop(): Promise<void>;
@@ -107,8 +120,27 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
   if (mixedTypes) log.info({ types: Object.fromEntries(mixedTypes) }, '310P mixed insert: device type by logic id');
   const softShare = softShareOf(ctx, hw, shareCount, events); // spec L.7
   // subscribed first: kubelet sees a snapshot before anyone else
-  const devices = new StoreDeviceSource(store, mixedTypes ? { mixedTypes } : { shareCount });
-  ctx.cleanups.push('device source', () => devices.close());
+  const chipSource = new StoreDeviceSource(store, mixedTypes ? { mixedTypes } : { shareCount });
+  ctx.cleanups.push('device source', () => chipSource.close());
+  // dynamic vNPU (spec A.1, B.3, B.6): one npu-core server whose pseudo-devices are the chips' AI cores
+  let coresPerChip = 0;
+  if (!flags.presetVirtualDevice) {
+    try {
+      const first = hw.chips[0];
+      coresPerChip = checkDynamicVnpu(
+        { kind: hw.kind, ...(hw.facts.productTypes ? { productTypes: hw.facts.productTypes } : {}) },
+        () => (first ? hw.dcmi.getTotalAicore(first.cardId, first.deviceId) : 0),
+      );
+    } catch (err) {
+      if (err instanceof DynamicVnpuUnsupportedError) throw new AgentStartError(err.message, EXIT.BAD_CONFIG);
+      throw err;
+    }
+    log.info({ coresPerChip, resource: `huawei.com/${NPU_CORE_TYPE}` }, 'dynamic vNPU');
+  }
+  const coreSource = coresPerChip > 0 ? new CoreDeviceSource(chipSource, hw.deviceType, coresPerChip) : undefined;
+  if (coreSource) ctx.cleanups.push('core source', () => coreSource.close());
+  const devices = coreSource ?? chipSource;
+  let releaseTimer: NodeJS.Timeout | undefined;
   let mgr: DevicePluginManager | undefined;
   // The manager counts a server registered until it is queued for its first Register (it is queued only once the
   // kubelet folder exists): readiness must say "not registered" before the first success (issue [J] item 1).
@@ -119,9 +151,43 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
     status: () =>
       (mgr?.status() ?? []).map((s) => ({ ...s, registered: s.registered && everRegistered.has(s.resourceName) })),
     reregister: (reason) => mgr?.triggerReregister(reason),
-    start: async (pods, onFatal, waitTimeoutMs, extraEnvs) => {
+    start: async (pods, onFatal, waitTimeoutMs, extraEnvs, events, api) => {
+      const dynamic =
+        coreSource && pods
+          ? new DynamicVnpu({
+              type: hw.deviceType,
+              kind: hw.kind,
+              coresPerChip,
+              driver: dcmiVnpuDriver(hw.dcmi),
+              podCache: pods,
+              logger: log,
+              // pods from the watcher carry their phase: a finished pod holds nothing (upstream: pod resources)
+              // spec I.3 for npu-core pods (the annotator matches the chips' resource only)
+              ...(api
+                ? {
+                    annotate: async (pod, annotations) => {
+                      await api.patchNamespacedPod(
+                        { name: pod.name, namespace: pod.namespace, body: { metadata: { annotations } } },
+                        MERGE_PATCH,
+                      );
+                    },
+                  }
+                : {}),
+              ready: () => !('synced' in pods) || (pods as { synced: boolean }).synced,
+              isActive: (p) => ('phase' in p ? isActivePod(p as CachedPod) : !p.deleting),
+              onRefused: (pod, message) =>
+                events?.record({
+                  type: 'Warning',
+                  reason: 'AllocateRefused',
+                  message: message.slice(0, 1024),
+                  involvedPod: pod,
+                  brief: `AllocateRefused ${pod.namespace}/${pod.name}`,
+                }),
+            })
+          : undefined;
       try {
         mgr = new DevicePluginManager({
+          ...(dynamic ? { dynamic, deviceTypes: [NPU_CORE_TYPE] } : {}),
           kubeletDir: flags.kubeletDir,
           source: devices,
           probe: new FsDeviceNodeProbe(flags.devDir),
@@ -162,6 +228,17 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
       m.on('allocated', (e: { resourceName: string; ms: number }) =>
         metrics.allocateLatency.observe({ resource: e.resourceName }, e.ms / 1000),
       );
+      if (dynamic) {
+        // spec D.2 step 1: every cycle, vNPUs no pod uses are destroyed (deleted pods release theirs)
+        const release = (): void =>
+          void dynamic
+            .release(devices.snapshot())
+            .then(() => m.servers.forEach((s) => s.refresh()))
+            .catch((err: unknown) => log.warn({ error: message(err) }, 'dynamic vNPU release'));
+        release();
+        releaseTimer = setInterval(release, flags.listWatchPeriod * 1000).unref();
+        ctx.cleanups.push('vnpu release', () => clearInterval(releaseTimer));
+      }
       try {
         await m.start(ctx.signal);
       } catch (err) {
@@ -173,6 +250,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
     },
     stop: async () => {
       ctx.cleanups.remove('kubelet'); // stopped here, in the shutdown order: not again by the clean-ups
+      clearInterval(releaseTimer);
       await mgr?.stop().catch((err: unknown) => log.warn({ error: message(err) }, 'kubelet stop'));
     },
   };

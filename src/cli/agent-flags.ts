@@ -96,9 +96,8 @@ export const AGENT_FLAGS = {
   presetVirtualDevice: {
     kind: 'bool',
     def: true,
-    support: 'not-yet',
-    feature: 'dynamic vNPU (presetVirtualDevice=false)',
-    help: 'true: static vNPU; false: dynamic vNPU (huawei.com/npu-core)',
+    support: 'yes',
+    help: 'true: static vNPU; false: dynamic vNPU (huawei.com/npu-core; 310P, 910B, 910A3 with -volcanoType=true)',
   },
   use310PMixedInsert: {
     kind: 'bool',

@@ -170,6 +170,19 @@ export interface NativeDcmiLibrary {
   getDeviceType(cardId: number, deviceId: number): number;
   /** `dcmi_get_device_info`: `buf` is passed in (its length is `*size`) and filled in place; returns `*size` out */
   getDeviceInfo(cardId: number, deviceId: number, mainCmd: number, subCmd: number, buf: Buffer): number;
+  /**
+   * `dcmi_create_vdevice` (dcmi-abi.md §4.6): `vdev_id` / `vfg_id` 0xFFFFFFFF (the driver chooses) unless given, the
+   * template name NUL padded; returns `struct dcmi_create_vdev_out`.
+   */
+  createVdevice(
+    cardId: number,
+    deviceId: number,
+    templateName: string,
+    vdevId?: number,
+    vfgId?: number,
+  ): { vdevId: number; pcieBus: number; pcieDevice: number; pcieFunc: number; vfgId: number };
+  /** `dcmi_set_destroy_vdevice` (dcmi-abi.md §4.6), one attempt. */
+  destroyVdevice(cardId: number, deviceId: number, vdevId: number): void;
   getNpuWorkMode(cardId: number): number;
   setDeviceReset(cardId: number, deviceId: number, channel: number): Promise<void>;
   getOutbandChannelState(cardId: number, deviceId: number): Promise<number>;

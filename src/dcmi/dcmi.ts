@@ -21,6 +21,10 @@ export const DCMI_LIMITS = {
   maxAffinityLength: 32,
   invalidHealth: 2147483647,
   invalidBoardValue: 0xffffffff,
+  /** §4.5, §6: at most 32 vNPUs per chip, ids 100..1123. */
+  maxVdevs: 32,
+  minVdevId: 100,
+  maxVdevId: 1123,
 } as const;
 
 /** §4.7: the boot status that means "started". */
@@ -47,6 +51,23 @@ export interface ChipInfo {
   chipVersion: string;
   aicoreCount: number;
   npuName: string;
+}
+
+/** One vNPU of a chip (dcmi-abi.md §4.5 main 52 sub 0). */
+export interface VirtualDevice {
+  vdevId: number;
+  /** `query_info.name`, e.g. `vir02` */
+  templateName: string;
+  vfgId: number;
+  /** `query_info.computing.aic` */
+  aicore: number;
+}
+
+/** A chip's vNPUs and AI cores (main 52 sub 1, sub 2, sub 0). */
+export interface VirtualDeviceInfo {
+  aicoreTotal: number;
+  aicoreFree: number;
+  vdevs: VirtualDevice[];
 }
 
 export interface BoardInfo {
@@ -374,6 +395,61 @@ export class Dcmi {
     const vdevNum = buf.readUInt32LE(0);
     if (vdevNum > 32) throw this.invalid('dcmi_get_device_info', `vdev_num ${vdevNum}`);
     return buf.readFloatLE(208);
+  }
+
+  /**
+   * The chip's vNPUs (dcmi-abi.md §4.5 "virtual device info": main 52 sub 1 for the ids, then sub 0 per vNPU) with
+   * the chip's AI cores in all and free (sub 2). vNPU ids outside 100..1123 or more than 32 are invalid output.
+   */
+  getVirtualDevices(cardId: number, deviceId: number): VirtualDeviceInfo {
+    const fn = 'dcmi_get_device_info';
+    const total = Buffer.alloc(360);
+    this.getDeviceInfo(cardId, deviceId, DeviceInfoCmd.VDEV_MNG, 1, total);
+    const vdevNum = total.readUInt32LE(0);
+    if (vdevNum > DCMI_LIMITS.maxVdevs) throw this.invalid(fn, `vdev_num ${vdevNum}`);
+    const free = Buffer.alloc(224);
+    this.getDeviceInfo(cardId, deviceId, DeviceInfoCmd.VDEV_MNG, 2, free);
+    const vdevs: VirtualDevice[] = [];
+    for (let i = 0; i < vdevNum; i++) {
+      const vdevId = total.readUInt32LE(4 + 4 * i);
+      if (vdevId < DCMI_LIMITS.minVdevId || vdevId > DCMI_LIMITS.maxVdevId) throw this.invalid(fn, `vdev id ${vdevId}`);
+      const q = Buffer.alloc(264);
+      q.writeUInt32LE(vdevId, 0);
+      this.getDeviceInfo(cardId, deviceId, DeviceInfoCmd.VDEV_MNG, 0, q);
+      // dcmi_vdev_query_stru: query_info at 8; name (16 bytes) at 0, base at 40 (vfg_id at 24), computing at 104
+      const nameBytes = q.subarray(8, 8 + 16);
+      const end = nameBytes.indexOf(0);
+      vdevs.push({
+        vdevId,
+        templateName: nameBytes.subarray(0, end < 0 ? 16 : end).toString('latin1'),
+        vfgId: q.readUInt32LE(8 + 40 + 24),
+        aicore: q.readFloatLE(8 + 104),
+      });
+    }
+    // dcmi_soc_total_resource.computing at 208; dcmi_soc_free_resource.computing at 72 (after vfg_num, vfg_bitmap, base)
+    return { aicoreTotal: total.readFloatLE(208), aicoreFree: free.readFloatLE(72), vdevs };
+  }
+
+  /** `dcmi_create_vdevice` with the driver choosing the ids (§4.6); the template name is 1..31 bytes. */
+  createVirtualDevice(cardId: number, deviceId: number, templateName: string): { vdevId: number; vfgId: number } {
+    const fn = 'dcmi_create_vdevice';
+    this.checkCardDevice(fn, cardId, deviceId);
+    if (!/^[\x21-\x7e]{1,31}$/.test(templateName)) {
+      throw new DcmiError(DcmiCode.PARAM, fn, `template name ${JSON.stringify(templateName.slice(0, 40))}`);
+    }
+    const out = this.call(fn, () => this.lib.createVdevice(cardId, deviceId, templateName));
+    if (out.vdevId < DCMI_LIMITS.minVdevId || out.vdevId > DCMI_LIMITS.maxVdevId) {
+      throw this.invalid(fn, `vdev id ${out.vdevId}`);
+    }
+    return { vdevId: out.vdevId, vfgId: out.vfgId };
+  }
+
+  /** `dcmi_set_destroy_vdevice`, one attempt (the caller retries, §4.6). */
+  destroyVirtualDevice(cardId: number, deviceId: number, vdevId: number): void {
+    const fn = 'dcmi_set_destroy_vdevice';
+    this.checkCardDevice(fn, cardId, deviceId);
+    checkRange(fn, 'vdev id', vdevId, DCMI_LIMITS.minVdevId, DCMI_LIMITS.maxVdevId);
+    this.call(fn, () => this.lib.destroyVdevice(cardId, deviceId, vdevId));
   }
 
   /** Super-pod info (main 12, sub 1; B.7): uint32 values reinterpreted as int32. */

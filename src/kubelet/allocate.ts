@@ -14,6 +14,8 @@ import type { Logger } from '../core/logger.js';
 import type { PodCache } from '../core/pods.js';
 import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
 import { allocateSoftShare, type SoftShareAllocator } from './soft-share.js';
+import type { DynamicVnpu } from './vnpu-allocate.js';
+import { dynamicVnpuEnvs } from './vnpu-core.js';
 
 /** Spec C.3 input limits. */
 export const MAX_CONTAINER_REQUESTS = 300_000;
@@ -45,6 +47,8 @@ export interface AllocatorDeps {
   readonly logger: Logger;
   /** Spec C.4 `-enableSlowNode`: variables added in both modes (`PERF_DUMP_PATH`, `PERF_DUMP_CONFIG`). */
   readonly extraEnvs?: () => Readonly<Record<string, string>>;
+  /** Dynamic vNPU (`npu-core` server, spec C.3 dynamic mode): replaces the volcano pick. */
+  readonly dynamic?: DynamicVnpu;
 }
 
 function describeRefusal(d: KubeletDevice): string | undefined {
@@ -125,7 +129,7 @@ export class Allocator {
 
     if (this.options.softShare) {
       const { softShare, pick } = this.options;
-      const respond = (chip: KubeletDevice) => this.#response([chip], snapshot);
+      const respond = (chip: KubeletDevice) => this.#response([chip], snapshot, this.#virtualRuntime);
       return [await allocateSoftShare({ ...this.deps, hook: softShare, deviceType, requests, devices, respond, pick })];
     }
     const virtualType = isVirtualName(deviceType);
@@ -133,12 +137,17 @@ export class Allocator {
     const out: ContainerAllocateResponse[] = [];
     for (const ids of requests) {
       let real: KubeletDevice[] = ids.map((id) => devices.get(id)!);
-      if (volcanoType && !virtualType && ids.length !== chips) real = await this.#pick(ids, devices);
+      let virtual = this.#virtualRuntime;
+      if (this.deps.dynamic) {
+        // spec C.3: dynamic vNPU always picks; the runtime option follows what was mounted (not sticky)
+        const a = await this.deps.dynamic.allocate(ids, snapshot);
+        [real, virtual] = [[...a.real], a.virtual];
+      } else if (volcanoType && !virtualType && ids.length !== chips) real = await this.#pick(ids, devices);
       for (const d of real) {
         const refusal = describeRefusal(d);
         if (refusal) throw failedPrecondition(`refusing to allocate: ${refusal}`);
       }
-      out.push(this.#response(real, snapshot));
+      out.push(this.#response(real, snapshot, virtual));
     }
     return out;
   }
@@ -162,8 +171,7 @@ export class Allocator {
     return real;
   }
 
-  #response(real: readonly KubeletDevice[], snapshot: DeviceSnapshot): ContainerAllocateResponse {
-    const virtual = this.#virtualRuntime;
+  #response(real: readonly KubeletDevice[], snapshot: DeviceSnapshot, virtual: boolean): ContainerAllocateResponse {
     const visible: number[] = [];
     for (const d of real) {
       const v = virtual ? (d.vdevId ?? d.phyId) : d.phyId;
@@ -175,6 +183,7 @@ export class Allocator {
         ASCEND_RUNTIME_OPTIONS: virtual ? 'VIRTUAL' : '',
       };
       if (snapshot.node.chipKind === 'Ascend310B') envs.ASCEND_ALLOW_LINK = 'True';
+      if (this.deps.dynamic) Object.assign(envs, dynamicVnpuEnvs(visible.length)); // spec C.4
       return { envs: { ...envs, ...this.deps.extraEnvs?.() } };
     }
     const { probe, defaultNodes } = this.deps;

@@ -23,6 +23,7 @@ import { DEVICE_PLUGIN_VERSION, loadDevicePluginProto, type DevicePluginPackage 
 import { checkKubeletPathOwner, checkSocketPath, socketIdentity } from './unix-socket.js';
 import type { SoftShareAllocator } from './soft-share.js';
 import type { PickOptions } from './volcano-pick.js';
+import type { DynamicVnpu } from './vnpu-allocate.js';
 
 /** Name of kubelet's registration socket inside the device-plugin directory. */
 export const KUBELET_SOCKET = 'kubelet.sock';
@@ -79,6 +80,8 @@ export interface DevicePluginManagerOptions {
   readonly ownUid?: number;
   /** Public-name customisation (spec L.6) of every server; identity by default. */
   readonly names?: PublicNames;
+  /** Dynamic vNPU: the allocator of the single `npu-core` server (spec B.3, C.3). */
+  readonly dynamic?: DynamicVnpu;
 }
 
 /** {@link DevicePluginManager.start} ended by its abort signal (the agent is stopping); not a wait timeout. */
@@ -177,6 +180,7 @@ export class DevicePluginManager extends EventEmitter {
             defaultNodes,
             ...(opts.podCache ? { podCache: opts.podCache } : {}),
             ...(opts.extraEnvs ? { extraEnvs: opts.extraEnvs } : {}),
+            ...(opts.dynamic ? { dynamic: opts.dynamic } : {}),
             events: {
               streamEnded: (s) => this.#onStreamEnded(s),
               sendFailed: (s, n) => this.#onSendFailed(s, n),

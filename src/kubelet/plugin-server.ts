@@ -24,6 +24,8 @@ import { invalidArgument, KubeletRequestError } from './errors.js';
 import { advertise, KubeletRealMap, toWire, wireKey, type AdvertisedDevice } from './list-watch-view.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { preferredAllocation } from './preferred-allocation.js';
+import type { DynamicVnpu } from './vnpu-allocate.js';
+import { advertiseCores } from './vnpu-core.js';
 import { loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
 import { checkSocketPath, removeStale, socketIdentity } from './unix-socket.js';
 
@@ -80,6 +82,7 @@ export class DevicePluginServer {
   readonly #opts: PluginServerOptions;
   readonly #source: DeviceSource;
   readonly #allocator: Allocator;
+  readonly #dynamic: DynamicVnpu | undefined;
   readonly #logger: Logger;
   readonly #events: PluginServerEvents;
   readonly #now: () => number;
@@ -114,6 +117,7 @@ export class DevicePluginServer {
     this.#events = deps.events ?? {};
     this.#now = opts.now ?? Date.now;
     this.#proto = deps.proto ?? loadDevicePluginProto();
+    this.#dynamic = deps.dynamic;
     this.#allocator = new Allocator(opts, {
       probe: deps.probe,
       defaultNodes: deps.defaultNodes,
@@ -121,6 +125,7 @@ export class DevicePluginServer {
       logger: this.#logger,
       ...(deps.podCache ? { podCache: deps.podCache } : {}),
       ...(deps.extraEnvs ? { extraEnvs: deps.extraEnvs } : {}),
+      ...(deps.dynamic ? { dynamic: deps.dynamic } : {}),
     });
   }
 
@@ -204,6 +209,8 @@ export class DevicePluginServer {
   /** What ListAndWatch advertises now. */
   advertised(snapshot: DeviceSnapshot = this.#source.snapshot()): AdvertisedDevice[] {
     const devices = snapshot.deviceTypes[this.deviceType] ?? [];
+    const dyn = this.#dynamic;
+    if (dyn) return advertiseCores(devices, snapshot.deviceTypes[dyn.chipType] ?? [], dyn.used(), dyn.coresPerChip);
     const mapped = this.#opts.volcanoType && !isVirtualName(this.deviceType);
     return advertise(devices, mapped ? this.kubeletToReal : undefined);
   }
@@ -216,6 +223,11 @@ export class DevicePluginServer {
     const age = now - this.#lastNotify;
     const failedDue = this.#lastSendFailed && age >= (this.#opts.failedResendMs ?? 60_000);
     if (failedDue || age >= (this.#opts.periodicResendMs ?? 3_600_000)) this.#broadcast(this.advertised(), true);
+  }
+
+  /** Sends the list again if what kubelet would see changed (dynamic vNPU: a pod's cores were released). */
+  refresh(): void {
+    this.#broadcast(this.advertised(), false);
   }
 
   #onSnapshot(snapshot: DeviceSnapshot): void {

@@ -183,6 +183,10 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
     expect(ok(['-use310PMixedInsert=true']).flags.use310PMixedInsert).toBe(true);
   });
 
+  test('issue 17 item 3: -presetVirtualDevice=false -volcanoType is accepted (dynamic vNPU; the node is checked at start)', () => {
+    expect(ok(['-presetVirtualDevice=false', '-volcanoType']).flags.presetVirtualDevice).toBe(false);
+  });
+
   test('-presetVirtualDevice=false needs -shareDevCount=1', () => {
     expect(errors(['-presetVirtualDevice=false', '-volcanoType', '-shareDevCount=2'])[0]).toBe(
       '-presetVirtualDevice=false requires -shareDevCount=1',
@@ -231,7 +235,6 @@ describe('A.1 cross-flag rules, in the spec validation order', () => {
 
 describe('A.1 features not built yet', () => {
   const notYet: [string, string][] = [
-    ['presetVirtualDevice', 'false -volcanoType'],
     ['fdFlag', 'true'],
     ['edgeLogFile', '/tmp/x.log'],
   ];
