@@ -31,7 +31,8 @@ export function mergeFaults(faults: ReadonlyMap<string, readonly DeviceFault[]>)
       const codes: string[] = [];
       const map: FaultObject['fault_time_and_level_map'] = {};
       for (const m of counted) {
-        if (!codes.includes(m.code)) codes.push(m.code);
+        // every member's code, repeats included: two public faults with one code give "A,A" (§2.9)
+        codes.push(m.code);
         Object.assign(map, m.object.fault_time_and_level_map);
       }
       const level = mostSevere(members.map((m) => m.level));
@@ -71,13 +72,24 @@ function faultObjectGo(o: FaultObject): GoValue {
   ]);
 }
 
-/** The published `DeviceList` of a node: the read lists with `-Fault` re-encoded from the processed faults. */
+/**
+ * The published `DeviceList` of a node: exactly the five keys ClusterD rebuilds for every node
+ * (`AdvanceDevCmToOrigCm`), whatever the node's own ConfigMap had: `huawei.com/<T>` (available chips), `-Fault`
+ * (the processed faults re-encoded, `[]` when there are none), `-NetworkUnhealthy`, `-Recovering` and
+ * `-Unhealthy` (`""` when empty or absent). Readers such as Volcano expect all five on every node; other keys of
+ * the device-info ConfigMap (virtual-device counts, `ManuallySeparateNPU`…) are not passed through.
+ */
 export function publishedDeviceList(view: NodeDeviceView): Record<string, string> {
-  const list = { ...view.deviceList };
-  const key = `huawei.com/${view.deviceType}-Fault`;
+  const base = `huawei.com/${view.deviceType}`;
+  const list = view.deviceList;
   const merged = mergeFaults(view.faults);
-  if (merged.length > 0 || key in list) list[key] = marshalGo(goSlice(merged.map(faultObjectGo)));
-  return list;
+  return {
+    [base]: list[base] ?? '',
+    [`${base}-Fault`]: marshalGo(goSlice(merged.map(faultObjectGo))),
+    [`${base}-NetworkUnhealthy`]: list[`${base}-NetworkUnhealthy`] ?? '',
+    [`${base}-Recovering`]: list[`${base}-Recovering`] ?? '',
+    [`${base}-Unhealthy`]: list[`${base}-Unhealthy`] ?? '',
+  };
 }
 
 /** The Go JSON of one node's published value (§0.3). */
@@ -126,6 +138,156 @@ export function buildChunks(
   if (current.length > 0) chunks.push(current);
   while (chunks.length < minChunks) chunks.push([]);
   return chunks.map(chunkJson);
+}
+
+/** One node's member of a chunk value: `"mindx-dl-deviceinfo-<node>":<value>`. */
+function memberText(node: string, value: string): string {
+  return `${JSON.stringify(DEVICE_INFO_NAME_PREFIX + node)}:${value}`;
+}
+
+interface Chunk {
+  /** nodes in key order (Go writes a map's keys sorted; node names are ASCII, so string order is byte order) */
+  nodes: string[];
+  /** bytes of the value: braces, members and commas */
+  bytes: number;
+  dirty: boolean;
+}
+
+/** Index of the first element of the sorted `list` not below `x`. */
+function lowerBound(list: readonly string[], x: string): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The `cluster-info-device-<m>` chunks, kept up to date incrementally (issue [O] item 1): each node's member text
+ * is stored once, a node stays in its chunk while the chunk stays under the limit (§0.3: about 800 KiB or less), and
+ * only chunks whose members changed are marked for writing. New nodes go, in name order, to the lowest chunk with
+ * room, so a first fill packs nodes in name order as {@link buildChunks} does; a node that outgrows its chunk
+ * moves to the lowest other chunk with room (or a new one). Readers merge the chunks into one map (ClusterD itself
+ * fills them in Go map order), so which chunk holds a node does not matter to them. Chunk indices, once used,
+ * stay in use (written `{}` when empty, §0.3). Pure.
+ */
+export class ClusterInfoChunks {
+  readonly #limit: number;
+  readonly #members = new Map<string, { text: string; bytes: number; chunk: number }>();
+  readonly #chunks: Chunk[] = [];
+
+  constructor(limit = CHUNK_LIMIT_BYTES) {
+    this.#limit = limit;
+  }
+
+  /** Keeps at least `n` chunks (indices found in use at start). */
+  ensureChunks(n: number): void {
+    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true });
+  }
+
+  /** Number of chunks. */
+  get count(): number {
+    return this.#chunks.length;
+  }
+
+  /** Nodes published. */
+  get nodeCount(): number {
+    return this.#members.size;
+  }
+
+  /** The chunk holding `node`, if any. */
+  chunkOf(node: string): number | undefined {
+    return this.#members.get(node)?.chunk;
+  }
+
+  #remove(node: string): void {
+    const m = this.#members.get(node);
+    if (m === undefined) return;
+    const c = this.#chunks[m.chunk]!;
+    c.nodes.splice(lowerBound(c.nodes, node), 1);
+    c.bytes -= m.bytes + (c.nodes.length > 0 ? 1 : 0);
+    c.dirty = true;
+    this.#members.delete(node);
+  }
+
+  #fits(c: Chunk, bytes: number): boolean {
+    return c.nodes.length === 0 || c.bytes + 1 + bytes <= this.#limit;
+  }
+
+  #place(node: string, text: string, bytes: number, preferred: number | undefined): void {
+    let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
+    if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
+    if (i < 0) {
+      this.#chunks.push({ nodes: [], bytes: 2, dirty: true });
+      i = this.#chunks.length - 1;
+    }
+    const c = this.#chunks[i]!;
+    c.nodes.splice(lowerBound(c.nodes, node), 0, node);
+    c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
+    c.dirty = true;
+    this.#members.set(node, { text, bytes, chunk: i });
+  }
+
+  /** Applies the changed nodes of a cycle (node → its published value, or null when it left the view). */
+  apply(changes: ReadonlyMap<string, string | null>): void {
+    const added: [string, string][] = [];
+    for (const [node, value] of changes) {
+      const m = this.#members.get(node);
+      if (value === null) {
+        this.#remove(node);
+        continue;
+      }
+      if (m === undefined) {
+        added.push([node, value]);
+        continue;
+      }
+      const text = memberText(node, value);
+      if (text === m.text) continue;
+      const bytes = Buffer.byteLength(text);
+      const c = this.#chunks[m.chunk]!;
+      if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
+        c.bytes += bytes - m.bytes;
+        c.dirty = true;
+        this.#members.set(node, { text, bytes, chunk: m.chunk });
+      } else {
+        // outgrew its chunk: the destination is written with it and the source without it
+        this.#remove(node);
+        this.#place(node, text, bytes, undefined);
+      }
+    }
+    added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    let last: number | undefined;
+    for (const [node, value] of added) {
+      const text = memberText(node, value);
+      this.#place(node, text, Buffer.byteLength(text), last);
+      last = this.#members.get(node)!.chunk;
+    }
+  }
+
+  /** The value of chunk `i`. */
+  text(i: number): string {
+    const c = this.#chunks[i]!;
+    return `{${c.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
+  }
+
+  /** Byte size of chunk `i`'s value. */
+  bytes(i: number): number {
+    return this.#chunks[i]!.bytes;
+  }
+
+  /** Indices of the chunks changed since they were last taken with {@link takeDirty}. */
+  takeDirty(): number[] {
+    const out: number[] = [];
+    this.#chunks.forEach((c, i) => {
+      if (!c.dirty) return;
+      c.dirty = false;
+      out.push(i);
+    });
+    return out;
+  }
 }
 
 /** Name of chunk `i`. */
