@@ -215,7 +215,8 @@ export class DeviceInfoIntake {
           const o = parseDeviceInfoConfigMap(event.old);
           old = o.ok || o.reason === 'not-device-info' ? { ok: true, detail: '' } : { ok: false, detail: o.detail };
         }
-        if (!old.ok) return { accepted: false, node, reason: 'old-invalid', detail: old.detail };
+        // reported as the new version's own fault when it has one (the update is refused either way)
+        if (!old.ok && r.ok) return { accepted: false, node, reason: 'old-invalid', detail: old.detail };
       }
     }
     if (!r.ok) return { accepted: false, ...(node !== undefined ? { node } : {}), reason: r.reason, detail: r.detail };

@@ -109,6 +109,21 @@ describe('fault center against the stand-in', () => {
     expect(published()).not.toContain('node-2');
   });
 
+  test('issue [O] bad input: a device-info ConfigMap refused for its CheckCode is counted once however often it is rewritten, and other nodes keep flowing', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-2', [], { tamper: true }));
+    const a = center('a');
+    await until(() => a.ready, 'ready');
+    for (let i = 0; i < 3; i++) {
+      const bad = deviceInfoCm('node-2', [], { tamper: true, updateTime: 1772359300 + i });
+      api.store.update(CONFIGMAPS, 'kube-system', bad.metadata.name, bad);
+    }
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    await until(() => published().includes('node-1'), 'published node-1');
+    const m = await a.metrics.rejectedInputs.get();
+    expect(m.values.map((v) => [v.labels.reason, v.value])).toEqual([['check-code', 1]]);
+  });
+
   test('1.7 a hardware fault at threshold 1 separates, writes clusterd-manual-info-cm and publishes the marker', async () => {
     seed();
     api.store.create(
