@@ -151,6 +151,8 @@ interface Chunk {
   /** bytes of the value: braces, members and commas */
   bytes: number;
   dirty: boolean;
+  /** the value, built when asked for and kept until the chunk changes */
+  text: string | undefined;
 }
 
 /** Index of the first element of the sorted `list` not below `x`. */
@@ -185,7 +187,7 @@ export class ClusterInfoChunks {
 
   /** Keeps at least `n` chunks (indices found in use at start). */
   ensureChunks(n: number): void {
-    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true });
+    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true, text: undefined });
   }
 
   /** Number of chunks. */
@@ -210,6 +212,7 @@ export class ClusterInfoChunks {
     c.nodes.splice(lowerBound(c.nodes, node), 1);
     c.bytes -= m.bytes + (c.nodes.length > 0 ? 1 : 0);
     c.dirty = true;
+    c.text = undefined;
     this.#members.delete(node);
   }
 
@@ -221,13 +224,14 @@ export class ClusterInfoChunks {
     let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
     if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
     if (i < 0) {
-      this.#chunks.push({ nodes: [], bytes: 2, dirty: true });
+      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, text: undefined });
       i = this.#chunks.length - 1;
     }
     const c = this.#chunks[i]!;
     c.nodes.splice(lowerBound(c.nodes, node), 0, node);
     c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
     c.dirty = true;
+    c.text = undefined;
     this.#members.set(node, { text, bytes, chunk: i });
   }
 
@@ -251,6 +255,7 @@ export class ClusterInfoChunks {
       if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
         c.bytes += bytes - m.bytes;
         c.dirty = true;
+        c.text = undefined;
         this.#members.set(node, { text, bytes, chunk: m.chunk });
       } else {
         // outgrew its chunk: the destination is written with it and the source without it
@@ -270,7 +275,13 @@ export class ClusterInfoChunks {
   /** The value of chunk `i`. */
   text(i: number): string {
     const c = this.#chunks[i]!;
-    return `{${c.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
+    c.text ??= `{${c.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
+    return c.text;
+  }
+
+  /** Marks chunk `i` as changed again (its write was deferred). */
+  markDirty(i: number): void {
+    this.#chunks[i]!.dirty = true;
   }
 
   /** Byte size of chunk `i`'s value. */

@@ -7,7 +7,6 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
-import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
 import { ApiRecovery, ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
 import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
 import type { ConfigMapLike } from './device-info-intake.js';
@@ -26,6 +25,7 @@ import { FaultCenterMetrics } from './metrics.js';
 import { policyFromConfigMapData, POLICY_CONFIGMAP, POLICY_KEY, POLICY_NAMESPACE } from './policy.js';
 import { FaultCenterCore } from './processing-center.js';
 import { apiStateIo, StateStore, type LoadedState } from './state-store.js';
+import { bodyWriter, prepareConfigMap, RawConfigMapWriter, type PreparedConfigMap } from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
 
 /** The public-fault service contract (implemented in src/cluster/public-fault/). */
@@ -45,6 +45,8 @@ export interface FaultCenterTimings {
   onDemandMinIntervalMs: number;
   releaseTickMs: number;
   publishMinIntervalMs: number;
+  /** one chunk is written at most once per this many ms (a chunk of 800 KiB changes with every node in it) */
+  chunkMinIntervalMs: number;
   publishForceMs: number;
   /** at most one commit of the persisted state per this many ms */
   stateIntervalMs: number;
@@ -60,6 +62,7 @@ export const DEFAULT_TIMINGS: FaultCenterTimings = {
   onDemandMinIntervalMs: 200,
   releaseTickMs: 15_000,
   publishMinIntervalMs: 200,
+  chunkMinIntervalMs: 1000,
   publishForceMs: 5000,
   stateIntervalMs: 1000,
   leaseDurationSec: 15,
@@ -121,9 +124,15 @@ interface Term {
   unsubscribe: (() => void)[];
   /** the published chunks, kept up to date node by node (issue [O] item 1) */
   chunks: ClusterInfoChunks;
-  chunkQueues: Map<number, ObjectWriteQueue<ConfigMapBody>>;
+  chunkQueues: Map<number, ObjectWriteQueue<PreparedConfigMap>>;
   /** the last value handed to each chunk's queue (or found in the chunk at take-over) */
   submitted: Map<number, string>;
+  /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
+  prepared: Map<number, PreparedConfigMap>;
+  /** when each chunk was last handed to its queue */
+  chunkSubmitMs: Map<number, number>;
+  /** the writer of the chunks and the state objects */
+  raw: RawConfigMapWriter;
   /** when a chunk was last handed to its queue (the §0.3 forced rewrite after 5 s without writes) */
   lastChunkSubmitMs: number;
   lastPublishMs: number;
@@ -247,8 +256,13 @@ export class FaultCenter {
     const recovery = new ApiRecovery({
       probe: () => health.readyz({ signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).catch(() => false),
     });
-    const stateIo = apiStateIo(this.#core, o.leaseNamespace, { ...o.backoff, recovery }, (name, e) =>
-      this.#log.warn({ err: String(e), configMap: name }, 'state ConfigMap write failed'),
+    const raw = new RawConfigMapWriter(o.kubeConfig);
+    const stateIo = apiStateIo(
+      this.#core,
+      o.leaseNamespace,
+      { ...o.backoff, recovery },
+      (name, e) => this.#log.warn({ err: String(e), configMap: name }, 'state ConfigMap write failed'),
+      bodyWriter(raw),
     );
     const term: Term = {
       core,
@@ -260,6 +274,9 @@ export class FaultCenter {
       chunks: new ClusterInfoChunks(),
       chunkQueues: new Map(),
       submitted: new Map(),
+      prepared: new Map(),
+      chunkSubmitMs: new Map(),
+      raw,
       lastChunkSubmitMs: 0,
       lastPublishMs: 0,
       publishTimer: undefined,
@@ -336,6 +353,7 @@ export class FaultCenter {
     term.state.close();
     term.stateIo.close();
     term.recovery.close();
+    term.raw.close();
   }
 
   async #event(reason: string, message: string, name: string, namespace: string): Promise<void> {
@@ -677,10 +695,11 @@ export class FaultCenter {
     }
   }
 
-  /** §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs`. */
-  #requestPublish(term: Term): void {
+  /** §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs` (or at `atMs`). */
+  #requestPublish(term: Term, atMs?: number): void {
     if (term.stopped || term.publishTimer !== undefined) return;
-    const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - this.#now());
+    const now = this.#now();
+    const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? 0) - now);
     term.publishTimer = setTimeout(() => {
       term.publishTimer = undefined;
       this.#publish(term, false);
@@ -689,8 +708,9 @@ export class FaultCenter {
   }
 
   /**
-   * Writes the chunks whose bytes changed (issue [O] item 1); `force` (§0.3: nothing written for `publishForceMs`)
-   * rewrites every chunk with its current bytes.
+   * Writes the chunks whose bytes changed (issue [O] item 1), each at most once per `chunkMinIntervalMs` (a later
+   * publish takes a deferred one); `force` (§0.3: nothing written for `publishForceMs`) rewrites every chunk with
+   * its current bytes.
    */
   #publish(term: Term, force: boolean): void {
     if (term.stopped) return;
@@ -698,26 +718,41 @@ export class FaultCenter {
     term.lastPublishMs = now;
     const dirty = term.chunks.takeDirty();
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
+    let deferredUntil = Infinity;
     for (const i of indices) {
       const value = term.chunks.text(i);
-      if (!force && term.submitted.get(i) === value) continue;
+      const unchanged = term.submitted.get(i) === value;
+      if (!force && unchanged) continue;
+      const due = (term.chunkSubmitMs.get(i) ?? -Infinity) + this.#t.chunkMinIntervalMs;
+      if (!force && due > now) {
+        term.chunks.markDirty(i);
+        deferredUntil = Math.min(deferredUntil, due);
+        continue;
+      }
       term.submitted.set(i, value);
+      term.chunkSubmitMs.set(i, now);
       term.lastChunkSubmitMs = now;
+      const name = chunkName(i);
+      let body = term.prepared.get(i);
+      if (body === undefined || !unchanged) {
+        body = prepareConfigMap({
+          metadata: { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
+          data: { [name]: value },
+        });
+        term.prepared.set(i, body);
+      }
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
-        q = new ObjectWriteQueue({
-          writer: configMapWriter(this.#core),
+        q = new ObjectWriteQueue<PreparedConfigMap>({
+          writer: term.raw,
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
         });
         term.chunkQueues.set(i, q);
       }
-      const name = chunkName(i);
-      q.submit({
-        metadata: { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
-        data: { [name]: value },
-      });
+      q.submit(body);
     }
+    if (deferredUntil < Infinity) this.#requestPublish(term, deferredUntil);
   }
 }

@@ -13,7 +13,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import { errorMessage, statusOf } from '../core/errors.js';
 import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
-import { ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
+import { ObjectWriteQueue, type BackoffOptions, type ObjectWriter } from '../kube/write-queue.js';
 import {
   decodeHead,
   decodePart,
@@ -423,6 +423,7 @@ export function apiStateIo(
   namespace: string,
   backoff: BackoffOptions,
   onError: (name: string, e: unknown) => void,
+  writer: ObjectWriter<ConfigMapBody> = configMapWriter(api),
 ): StateIo & { close(): void } {
   const queues = new Map<
     string,
@@ -438,7 +439,7 @@ export function apiStateIo(
         resolve?.(ok);
       };
       const queue = new ObjectWriteQueue<ConfigMapBody>({
-        writer: configMapWriter(api),
+        writer,
         backoff,
         onWritten: (body) => settle(body, true),
         onError: (e, info) => {
