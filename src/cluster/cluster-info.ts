@@ -151,8 +151,28 @@ interface Chunk {
   /** bytes of the value: braces, members and commas */
   bytes: number;
   dirty: boolean;
-  /** the value, built when asked for and kept until the chunk changes */
-  text: string | undefined;
+  /** the value as JSON string content (escaped, without quotes), built when asked for and kept until it changes */
+  escaped: Buffer | undefined;
+}
+
+/** A member of a chunk. */
+interface Member {
+  text: string;
+  /** UTF-8 bytes of `text` */
+  bytes: number;
+  chunk: number;
+  /** `text` escaped as JSON string content, built when first needed */
+  escaped: Buffer | undefined;
+}
+
+const BRACE_OPEN = Buffer.from('{');
+const BRACE_CLOSE = Buffer.from('}');
+const COMMA = Buffer.from(',');
+
+/** `s` as the content of a JSON string literal (JSON.stringify without the quotes), UTF-8. */
+export function escapeJsonContent(s: string): Buffer {
+  const q = JSON.stringify(s);
+  return Buffer.from(q.slice(1, -1));
 }
 
 /** Index of the first element of the sorted `list` not below `x`. */
@@ -178,7 +198,7 @@ function lowerBound(list: readonly string[], x: string): number {
  */
 export class ClusterInfoChunks {
   readonly #limit: number;
-  readonly #members = new Map<string, { text: string; bytes: number; chunk: number }>();
+  readonly #members = new Map<string, Member>();
   readonly #chunks: Chunk[] = [];
 
   constructor(limit = CHUNK_LIMIT_BYTES) {
@@ -187,7 +207,7 @@ export class ClusterInfoChunks {
 
   /** Keeps at least `n` chunks (indices found in use at start). */
   ensureChunks(n: number): void {
-    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true, text: undefined });
+    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
   }
 
   /** Number of chunks. */
@@ -212,7 +232,7 @@ export class ClusterInfoChunks {
     c.nodes.splice(lowerBound(c.nodes, node), 1);
     c.bytes -= m.bytes + (c.nodes.length > 0 ? 1 : 0);
     c.dirty = true;
-    c.text = undefined;
+    c.escaped = undefined;
     this.#members.delete(node);
   }
 
@@ -224,15 +244,15 @@ export class ClusterInfoChunks {
     let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
     if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
     if (i < 0) {
-      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, text: undefined });
+      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
       i = this.#chunks.length - 1;
     }
     const c = this.#chunks[i]!;
     c.nodes.splice(lowerBound(c.nodes, node), 0, node);
     c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
     c.dirty = true;
-    c.text = undefined;
-    this.#members.set(node, { text, bytes, chunk: i });
+    c.escaped = undefined;
+    this.#members.set(node, { text, bytes, chunk: i, escaped: undefined });
   }
 
   /** Applies the changed nodes of a cycle (node → its published value, or null when it left the view). */
@@ -255,8 +275,8 @@ export class ClusterInfoChunks {
       if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
         c.bytes += bytes - m.bytes;
         c.dirty = true;
-        c.text = undefined;
-        this.#members.set(node, { text, bytes, chunk: m.chunk });
+        c.escaped = undefined;
+        this.#members.set(node, { text, bytes, chunk: m.chunk, escaped: undefined });
       } else {
         // outgrew its chunk: the destination is written with it and the source without it
         this.#remove(node);
@@ -274,9 +294,29 @@ export class ClusterInfoChunks {
 
   /** The value of chunk `i`. */
   text(i: number): string {
+    return `{${this.#chunks[i]!.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
+  }
+
+  /**
+   * The value of chunk `i` as the content of a JSON string (escaped, without the quotes), UTF-8: what a ConfigMap
+   * body carries between the quotes of its data value. Built from each member's escaped bytes, kept per member
+   * until the member changes and per chunk until the chunk changes (issue [O] item 1: a changed node costs its own
+   * escaping, not the 800 KiB chunk's). JSON escaping works character by character and a member is a whole string,
+   * so the concatenation equals escaping the whole value; `{`, `}` and `,` need no escaping.
+   */
+  escapedValue(i: number): Buffer {
     const c = this.#chunks[i]!;
-    c.text ??= `{${c.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
-    return c.text;
+    if (c.escaped !== undefined) return c.escaped;
+    const parts: Buffer[] = [BRACE_OPEN];
+    c.nodes.forEach((n, k) => {
+      const m = this.#members.get(n)!;
+      m.escaped ??= escapeJsonContent(m.text);
+      if (k > 0) parts.push(COMMA);
+      parts.push(m.escaped);
+    });
+    parts.push(BRACE_CLOSE);
+    c.escaped = Buffer.concat(parts);
+    return c.escaped;
   }
 
   /** Marks chunk `i` as changed again (its write was deferred). */

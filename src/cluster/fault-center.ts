@@ -17,6 +17,7 @@ import {
   CLUSTER_INFO_LABELS,
   CLUSTER_INFO_NAMESPACE,
   CLUSTER_INFO_PREFIX,
+  escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
 import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
@@ -25,7 +26,12 @@ import { FaultCenterMetrics } from './metrics.js';
 import { policyFromConfigMapData, POLICY_CONFIGMAP, POLICY_KEY, POLICY_NAMESPACE } from './policy.js';
 import { FaultCenterCore } from './processing-center.js';
 import { apiStateIo, StateStore, type LoadedState } from './state-store.js';
-import { bodyWriter, prepareConfigMap, RawConfigMapWriter, type PreparedConfigMap } from './raw-configmap-writer.js';
+import {
+  bodyWriter,
+  prepareEscapedConfigMap,
+  RawConfigMapWriter,
+  type PreparedConfigMap,
+} from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
 
 /** The public-fault service contract (implemented in src/cluster/public-fault/). */
@@ -125,8 +131,8 @@ interface Term {
   /** the published chunks, kept up to date node by node (issue [O] item 1) */
   chunks: ClusterInfoChunks;
   chunkQueues: Map<number, ObjectWriteQueue<PreparedConfigMap>>;
-  /** the last value handed to each chunk's queue (or found in the chunk at take-over) */
-  submitted: Map<number, string>;
+  /** the last value handed to each chunk's queue (or found in the chunk at take-over), as escaped JSON content */
+  submitted: Map<number, Buffer>;
   /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
   prepared: Map<number, PreparedConfigMap>;
   /** when each chunk was last handed to its queue */
@@ -489,7 +495,7 @@ export class FaultCenter {
       const i = Number(m[1]);
       n = Math.max(n, i + 1);
       const value = cm.data?.[name];
-      if (value !== undefined) term.submitted.set(i, value);
+      if (value !== undefined) term.submitted.set(i, escapeJsonContent(value));
     }
     term.chunks.ensureChunks(n);
   }
@@ -720,8 +726,8 @@ export class FaultCenter {
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
     let deferredUntil = Infinity;
     for (const i of indices) {
-      const value = term.chunks.text(i);
-      const unchanged = term.submitted.get(i) === value;
+      const value = term.chunks.escapedValue(i);
+      const unchanged = term.submitted.get(i)?.equals(value) === true;
       if (!force && unchanged) continue;
       const due = (term.chunkSubmitMs.get(i) ?? -Infinity) + this.#t.chunkMinIntervalMs;
       if (!force && due > now) {
@@ -735,10 +741,11 @@ export class FaultCenter {
       const name = chunkName(i);
       let body = term.prepared.get(i);
       if (body === undefined || !unchanged) {
-        body = prepareConfigMap({
-          metadata: { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
-          data: { [name]: value },
-        });
+        body = prepareEscapedConfigMap(
+          { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
+          name,
+          value,
+        );
         term.prepared.set(i, body);
       }
       let q = term.chunkQueues.get(i);

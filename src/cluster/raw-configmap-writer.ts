@@ -29,6 +29,26 @@ export function prepareConfigMap(cm: ConfigMapBody): PreparedConfigMap {
   };
 }
 
+/**
+ * A ConfigMap of one data key whose value is given already escaped as JSON string content (see
+ * `ClusterInfoChunks.escapedValue`): the body is the metadata's JSON around the value's bytes, without building or
+ * escaping the value as a string again (issue [O] item 1: at 10,000 nodes, 34 chunks of 800 KiB).
+ */
+export function prepareEscapedConfigMap(
+  metadata: ConfigMapBody['metadata'],
+  key: string,
+  escapedValue: Buffer,
+): PreparedConfigMap {
+  const json = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { [key]: '' } });
+  // json ends with the empty value's closing quote and the two closing braces: `"}}`
+  const open = json.length - 3;
+  return {
+    name: metadata.name,
+    namespace: metadata.namespace,
+    body: Buffer.concat([Buffer.from(json.slice(0, open)), escapedValue, Buffer.from(json.slice(open))]),
+  };
+}
+
 /** An API answer other than 2xx, or a request that failed. */
 export class RawWriteError extends Error {
   override name = 'RawWriteError';

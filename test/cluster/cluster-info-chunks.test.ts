@@ -158,4 +158,25 @@ describe('issue [O] item 1: incremental chunks', () => {
     const all = Array.from({ length: c.count }, (_, i) => Object.keys(JSON.parse(c.text(i)) as object)).flat();
     expect([all.length, new Set(all).size, all.includes('mindx-dl-deviceinfo-n010')]).toEqual([59, 59, false]);
   });
+
+  test('issue [O] 1: the escaped value equals the escaped text after changes, moves and removals (quotes, backslashes, control and non-ASCII characters)', () => {
+    const c = new ClusterInfoChunks(2000);
+    const odd = (i: number) => JSON.stringify({ x: `q"\\${String.fromCharCode(i % 32)}é€😀`.repeat(1 + (i % 7)) });
+    c.apply(new Map(Array.from({ length: 60 }, (_, i) => [`n${String(i).padStart(3, '0')}`, odd(i)])));
+    const check = () => {
+      for (let i = 0; i < c.count; i++) {
+        expect(c.escapedValue(i).toString('utf8')).toBe(JSON.stringify(c.text(i)).slice(1, -1));
+      }
+    };
+    check();
+    c.apply(
+      new Map([
+        ['n005', odd(90)],
+        ['n000', member('', 900)],
+        ['n010', null],
+        ['n100', odd(3)],
+      ]),
+    );
+    check();
+  });
 });

@@ -10,11 +10,13 @@ import { ObjectWriteQueue } from '../../src/kube/write-queue.js';
 import {
   bodyWriter,
   prepareConfigMap,
+  prepareEscapedConfigMap,
   RawConfigMapWriter,
   RawWriteError,
   type PreparedConfigMap,
 } from '../../src/cluster/raw-configmap-writer.js';
 import { CONFIGMAPS, KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { escapeJsonContent } from '../../src/cluster/cluster-info.js';
 
 const TOKEN = 'raw-writer-token';
 let api: KubeApiStandIn;
@@ -130,6 +132,21 @@ describe('RawConfigMapWriter', () => {
       expect((api.store.get(CONFIGMAPS, 'cluster-system', 'raw-state') as k8s.V1ConfigMap).data).toEqual({
         state: '{"v":2}',
       });
+    } finally {
+      w.close();
+    }
+  });
+
+  test('[O] 1 a body built around an escaped value is the same JSON as the plain body, and is written as such', async () => {
+    const value = '{"mindx-dl-deviceinfo-n1":{"a":"b\\"c\\u0001é😀"}}';
+    const meta = { name: 'raw-esc', namespace: 'mindx-dl', labels: { 'mx-consumer-volcano': 'true' } };
+    const esc = prepareEscapedConfigMap(meta, 'raw-esc', escapeJsonContent(value));
+    const plain = prepareConfigMap({ metadata: meta, data: { 'raw-esc': value } });
+    expect(JSON.parse(esc.body.toString('utf8'))).toEqual(JSON.parse(plain.body.toString('utf8')));
+    const w = new RawConfigMapWriter(api.kubeConfig());
+    try {
+      await w.create(esc);
+      expect((api.store.get(CONFIGMAPS, 'mindx-dl', 'raw-esc') as k8s.V1ConfigMap).data).toEqual({ 'raw-esc': value });
     } finally {
       w.close();
     }
