@@ -151,8 +151,8 @@ interface Chunk {
   /** bytes of the value: braces, members and commas */
   bytes: number;
   dirty: boolean;
-  /** the value as JSON string content (escaped, without quotes), built when asked for and kept until it changes */
-  escaped: Buffer | undefined;
+  /** the value as JSON string content (escaped, without quotes) in pieces, built when asked for, kept until it changes */
+  escaped: Buffer[] | undefined;
 }
 
 /** A member of a chunk. */
@@ -298,13 +298,13 @@ export class ClusterInfoChunks {
   }
 
   /**
-   * The value of chunk `i` as the content of a JSON string (escaped, without the quotes), UTF-8: what a ConfigMap
-   * body carries between the quotes of its data value. Built from each member's escaped bytes, kept per member
-   * until the member changes and per chunk until the chunk changes (issue [O] item 1: a changed node costs its own
-   * escaping, not the 800 KiB chunk's). JSON escaping works character by character and a member is a whole string,
-   * so the concatenation equals escaping the whole value; `{`, `}` and `,` need no escaping.
+   * The value of chunk `i` as the content of a JSON string (escaped, without the quotes), UTF-8, in pieces: what a
+   * ConfigMap body carries between the quotes of its data value. Each member's escaped bytes are kept until the
+   * member changes, the list until the chunk changes (issue [O] item 1: a changed node costs its own escaping, not
+   * the 800 KiB chunk's, and the pieces are sent as they are). JSON escaping works character by character and a
+   * member is a whole string, so the pieces equal the escaped whole value; `{`, `}` and `,` need no escaping.
    */
-  escapedValue(i: number): Buffer {
+  escapedParts(i: number): readonly Buffer[] {
     const c = this.#chunks[i]!;
     if (c.escaped !== undefined) return c.escaped;
     const parts: Buffer[] = [BRACE_OPEN];
@@ -315,8 +315,13 @@ export class ClusterInfoChunks {
       parts.push(m.escaped);
     });
     parts.push(BRACE_CLOSE);
-    c.escaped = Buffer.concat(parts);
-    return c.escaped;
+    c.escaped = parts;
+    return parts;
+  }
+
+  /** {@link escapedParts} in one buffer. */
+  escapedValue(i: number): Buffer {
+    return Buffer.concat(this.escapedParts(i));
   }
 
   /** Marks chunk `i` as changed again (its write was deferred). */

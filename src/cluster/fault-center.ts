@@ -30,6 +30,7 @@ import {
   bodyWriter,
   prepareEscapedConfigMap,
   RawConfigMapWriter,
+  sameBytes,
   type PreparedConfigMap,
 } from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
@@ -132,7 +133,7 @@ interface Term {
   chunks: ClusterInfoChunks;
   chunkQueues: Map<number, ObjectWriteQueue<PreparedConfigMap>>;
   /** the last value handed to each chunk's queue (or found in the chunk at take-over), as escaped JSON content */
-  submitted: Map<number, Buffer>;
+  submitted: Map<number, readonly Buffer[]>;
   /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
   prepared: Map<number, PreparedConfigMap>;
   /** when each chunk was last handed to its queue */
@@ -495,7 +496,7 @@ export class FaultCenter {
       const i = Number(m[1]);
       n = Math.max(n, i + 1);
       const value = cm.data?.[name];
-      if (value !== undefined) term.submitted.set(i, escapeJsonContent(value));
+      if (value !== undefined) term.submitted.set(i, [escapeJsonContent(value)]);
     }
     term.chunks.ensureChunks(n);
   }
@@ -726,8 +727,9 @@ export class FaultCenter {
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
     let deferredUntil = Infinity;
     for (const i of indices) {
-      const value = term.chunks.escapedValue(i);
-      const unchanged = term.submitted.get(i)?.equals(value) === true;
+      const value = term.chunks.escapedParts(i);
+      const before = term.submitted.get(i);
+      const unchanged = before !== undefined && sameBytes(before, value);
       if (!force && unchanged) continue;
       const due = (term.chunkSubmitMs.get(i) ?? -Infinity) + this.#t.chunkMinIntervalMs;
       if (!force && due > now) {

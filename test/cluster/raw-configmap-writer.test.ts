@@ -11,6 +11,7 @@ import {
   bodyWriter,
   prepareConfigMap,
   prepareEscapedConfigMap,
+  sameBytes,
   RawConfigMapWriter,
   RawWriteError,
   type PreparedConfigMap,
@@ -140,9 +141,10 @@ describe('RawConfigMapWriter', () => {
   test('[O] 1 a body built around an escaped value is the same JSON as the plain body, and is written as such', async () => {
     const value = '{"mindx-dl-deviceinfo-n1":{"a":"b\\"c\\u0001é😀"}}';
     const meta = { name: 'raw-esc', namespace: 'mindx-dl', labels: { 'mx-consumer-volcano': 'true' } };
-    const esc = prepareEscapedConfigMap(meta, 'raw-esc', escapeJsonContent(value));
+    const esc = prepareEscapedConfigMap(meta, 'raw-esc', [escapeJsonContent(value)]);
     const plain = prepareConfigMap({ metadata: meta, data: { 'raw-esc': value } });
-    expect(JSON.parse(esc.body.toString('utf8'))).toEqual(JSON.parse(plain.body.toString('utf8')));
+    const text = (b: readonly Buffer[]) => Buffer.concat(b).toString('utf8');
+    expect(JSON.parse(text(esc.body))).toEqual(JSON.parse(text(plain.body)));
     const w = new RawConfigMapWriter(api.kubeConfig());
     try {
       await w.create(esc);
@@ -150,5 +152,15 @@ describe('RawConfigMapWriter', () => {
     } finally {
       w.close();
     }
+  });
+
+  test('[O] 1 sameBytes compares byte pieces however they are split', () => {
+    const b = (t: string) => Buffer.from(t);
+    expect(sameBytes([b('ab'), b('cde')], [b('a'), b('bcd'), b('e')])).toBe(true);
+    expect(sameBytes([b('abcde')], [b('ab'), b(''), b('cde')])).toBe(true);
+    expect(sameBytes([b('ab'), b('cdf')], [b('abcde')])).toBe(false);
+    expect(sameBytes([b('abcd')], [b('abcde')])).toBe(false);
+    const shared = b('xyz');
+    expect(sameBytes([shared, b('1')], [shared, b('2')])).toBe(false);
   });
 });
