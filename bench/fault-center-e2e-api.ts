@@ -150,7 +150,10 @@ function publicFaultConfigMaps(total: number) {
 }
 
 const started = Date.now();
-const api = await KubeApiStandIn.start({ extraResources: [VOLCANO_PODGROUPS], historyLimit: 20_000, logLimit: 100 });
+// history: the center's watches resume within seconds; a longer one keeps hundreds of 800 KiB chunk versions alive
+const api = await KubeApiStandIn.start({ extraResources: [VOLCANO_PODGROUPS], historyLimit: 1000, logLimit: 100 });
+/** `store` (default): "shows it" = the API server stored the chunk; `watch`: a client-node watch in this process */
+const READER = process.env.E2E_READER ?? 'store';
 api.store.create(CONFIGMAPS, 'cluster-system', {
   metadata: { name: 'clusterd-config-cm', namespace: 'cluster-system' },
   data: {
@@ -197,7 +200,7 @@ send({
   objects: { deviceInfo: N, pods: N, podGroups: N, publicFaultConfigMaps: pfs.length },
 });
 
-// ---- what a reader sees: a watch on mindx-dl ----
+// ---- what a reader sees: the chunks as stored (or through a watch on mindx-dl) ----
 
 /** chunk name → its node keys */
 const chunkNodes = new Map<string, Set<string>>();
@@ -235,8 +238,54 @@ function onChunk(cm: k8s.V1ConfigMap): void {
   }
 }
 
+/** node keys of a chunk value (the CmName values are not followed by `:{`) */
+const NODE_KEY = /"mindx-dl-deviceinfo-node-(\d+)":\{/g;
+/** update markers in a chunk value: fault_time of 7 digits inside the escaped `-Fault` string (real times have 13) */
+const MARKER = /\\"fault_time\\":(\d{7}),/g;
+/** seq → node of the pending updates */
+const pendingBySeq = new Map<number, number>();
+
+/** The same as {@link onChunk} on the stored value, without parsing 800 KiB per change. */
+function onStoredChunk(name: string, value: string): void {
+  const now = Date.now();
+  if (!completeSent) {
+    chunkNodes.set(name, new Set(Array.from(value.matchAll(NODE_KEY), (m) => m[1]!)));
+    let total = 0;
+    for (const s of chunkNodes.values()) total += s.size;
+    if (total >= N) {
+      completeSent = true;
+      send({ type: 'complete', atMs: now, chunks: chunkNodes.size, bytes: Buffer.byteLength(value) });
+    }
+  }
+  if (pendingBySeq.size === 0) return;
+  for (const m of value.matchAll(MARKER)) {
+    const s = Number(m[1]);
+    const node = pendingBySeq.get(s);
+    if (node === undefined) continue;
+    pendingBySeq.delete(s);
+    const p = pending.get(node);
+    if (p?.seq === s) {
+      latencies.push(now - p.atMs);
+      pending.delete(node);
+    }
+  }
+}
+
 let watchAbort: AbortController | undefined;
 async function startWatch(): Promise<void> {
+  if (READER === 'store') {
+    const stop = api.store.subscribe((c) => {
+      const name = c.object.metadata?.name ?? '';
+      if (c.change === 'DELETED' || c.object.metadata?.namespace !== 'mindx-dl') return;
+      if (!name.startsWith('cluster-info-device-')) return;
+      const value = (c.object as { data?: Record<string, string> }).data?.[name];
+      if (value !== undefined) onStoredChunk(name, value);
+    });
+    const ctl = new AbortController();
+    ctl.signal.addEventListener('abort', stop);
+    watchAbort = ctl;
+    return;
+  }
   const watch = new k8s.Watch(api.kubeConfig());
   const ctl = await watch.watch(
     '/api/v1/namespaces/mindx-dl/configmaps',
@@ -269,7 +318,10 @@ async function updates(seconds: number, perSecond: number): Promise<void> {
       if (pending.has(n)) superseded++;
       const cm = deviceInfo(n, s, s);
       api.store.update(CONFIGMAPS, 'kube-system', cm.metadata.name, cm);
+      const old = pending.get(n);
+      if (old !== undefined) pendingBySeq.delete(old.seq);
       pending.set(n, { seq: s, atMs: Date.now() });
+      pendingBySeq.set(s, n);
       updates++;
     }
     await new Promise((r) => setTimeout(r, Math.max(0, tickMs - (Date.now() - t))));
@@ -288,6 +340,7 @@ async function updates(seconds: number, perSecond: number): Promise<void> {
     maxMs: latencies.length > 0 ? Math.max(...latencies) : Number.NaN,
   });
   pending.clear();
+  pendingBySeq.clear();
 }
 
 function stateReport(): void {

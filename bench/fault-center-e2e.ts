@@ -5,12 +5,13 @@
  * threshold 1 so that counted faults separate), with and without 50,000 public faults (the cap, in 500 labelled
  * ConfigMaps). Per case:
  *
- * 1. start → first complete publish: from spawning the center to a watch on `cluster-info-device-*` seeing every
- *    node;
+ * 1. start → first complete publish: from spawning the center to the API server holding `cluster-info-device-*`
+ *    chunks that cover every node (seen by a subscription to the stand-in's store in the API process;
+ *    `E2E_READER=watch`: by a client-node watch there instead, which then competes with the API for its CPU);
  * 2. settle (the job detector decides the first faults after 30 s; separations are published and written), then
  *    CPU with nothing changing: `/proc/<pid>/stat` utime + stime over `E2E_IDLE_SECONDS`, as % of one core;
- * 3. 1 % of the nodes updating their device info each second for `E2E_UPDATE_SECONDS`: update → the watch sees
- *    the node's new value (p50/p99/max), CPU;
+ * 3. 1 % of the nodes updating their device info each second for `E2E_UPDATE_SECONDS`: update → a stored chunk
+ *    holds the node's new value (p50/p99/max), CPU;
  * 4. event-loop lag p99 of the center (prom-client's `nodejs_eventloop_lag_p99_seconds`, reset at each scrape)
  *    over the idle and the update phases; RSS max (`VmHWM`);
  * 5. restart at scale (issue [O] item 2): SIGKILL, a new center on the same API: time to ready, and after a
@@ -20,8 +21,9 @@
  * The load average (`/proc/loadavg`) is read at the start and the end of every phase. Prints one line per phase and
  * one JSON line per case. Environment: `E2E_NODES` (comma-separated, default `1000,3000,10000`), `E2E_PUBLIC`
  * (`0,50000`), `E2E_IDLE_SECONDS` (30), `E2E_UPDATE_SECONDS` (60), `E2E_SETTLE_SECONDS` (50: the job detector's
- * 30 s and the 15 s release tick, which at threshold 1 releases the first separations, §1.5, are over), `E2E_RESTART` (1),
- * `E2E_CENTER_NODE_ARGS` (extra `node` options of the center, e.g. `--cpu-prof`).
+ * 30 s and the 15 s release tick, which at threshold 1 releases the first separations, §1.5, are over),
+ * `E2E_RESTART` (1), `E2E_READER` (`store` or `watch`), `E2E_CENTER_NODE_ARGS` (extra `node` options of the
+ * center, e.g. `--cpu-prof`).
  *
  * `npm run bench:fault-center` (builds, then runs this with tsx).
  */
