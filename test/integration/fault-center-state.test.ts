@@ -10,6 +10,9 @@
  *   anywhere would separate a device;
  * - no manual separation is lost (§1.6): the devices separated by a second occurrence before the kill are all still
  *   separated, in the cache (metric) and in `clusterd-manual-info-cm`.
+ *
+ * The centers run as their ServiceAccount under the shipped RBAC (deploy/rendered/), which grants the state objects
+ * by name.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,7 +22,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-import { CONFIGMAPS, KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { CONFIGMAPS, KubeApiStandIn, VOLCANO_PODGROUPS } from '../../src/sim/kube-api.js';
+import { ADMIN_USER, RbacGate, loadRbacFiles, serviceAccountUser } from '../../src/sim/kube-api-rbac.js';
+import { RBAC_RENDERED } from '../deploy/deploy-files.js';
 import { deviceInfoCm, faultObject, policyText } from '../cluster/helpers.js';
 
 const FAULT_CENTER_JS = path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
@@ -131,12 +136,25 @@ class Center {
   }
 }
 
+/** The center runs as its ServiceAccount under the shipped RBAC (the state parts are granted by name). */
+const CENTER_TOKEN = 'fault-center-sa-token';
+const CENTER = serviceAccountUser('cluster-system', 'ascend-fault-center');
+const gate = new RbacGate({
+  policy: loadRbacFiles(RBAC_RENDERED.map((f) => path.join(PROJECT_ROOT, f))),
+  users: { 'stand-in-token': ADMIN_USER, [CENTER_TOKEN]: CENTER },
+});
+
 let api: KubeApiStandIn;
 let tmp: string;
 const centers: Center[] = [];
 
 beforeAll(async () => {
-  api = await KubeApiStandIn.start({ historyLimit: 20_000, logLimit: 100 });
+  api = await KubeApiStandIn.start({
+    gate,
+    extraResources: [VOLCANO_PODGROUPS],
+    historyLimit: 20_000,
+    logLimit: 100,
+  });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'afc-state-'));
 });
 afterAll(async () => {
@@ -214,7 +232,7 @@ describe('fault center: persisted state over 1 MiB survives a SIGKILL and a take
       });
       for (let n = 0; n < NODES; n++) api.store.create(CONFIGMAPS, 'kube-system', device(n, 1_772_359_200));
       const kubeconfig = path.join(tmp, 'kubeconfig');
-      await api.writeKubeconfig(kubeconfig);
+      await api.writeKubeconfig(kubeconfig, CENTER_TOKEN);
 
       const a = new Center(kubeconfig, fs.mkdtempSync(path.join(tmp, 'a-')), 'center-a');
       centers.push(a);
@@ -272,6 +290,8 @@ describe('fault center: persisted state over 1 MiB survives a SIGKILL and a take
       expect(metricSum(m, 'ascend_fault_center_separated_devices')).toBe(SEPARATED);
       const expected = new Set(Array.from({ length: SEPARATED }, (_, n) => nodeName(n)));
       expect(manualSeparated()).toEqual(expected);
+      // every request of both centers, the state parts included, was allowed by the shipped RBAC
+      expect(gate.denied().filter((r) => r.attributes.user.username === CENTER.username)).toEqual([]);
     },
     FLOW_MS,
   );
