@@ -31,7 +31,8 @@ export function mergeFaults(faults: ReadonlyMap<string, readonly DeviceFault[]>)
       const codes: string[] = [];
       const map: FaultObject['fault_time_and_level_map'] = {};
       for (const m of counted) {
-        if (!codes.includes(m.code)) codes.push(m.code);
+        // every member's code, repeats included: two public faults with one code give "A,A" (§2.9)
+        codes.push(m.code);
         Object.assign(map, m.object.fault_time_and_level_map);
       }
       const level = mostSevere(members.map((m) => m.level));
@@ -71,13 +72,24 @@ function faultObjectGo(o: FaultObject): GoValue {
   ]);
 }
 
-/** The published `DeviceList` of a node: the read lists with `-Fault` re-encoded from the processed faults. */
+/**
+ * The published `DeviceList` of a node: exactly the five keys ClusterD rebuilds for every node
+ * (`AdvanceDevCmToOrigCm`), whatever the node's own ConfigMap had: `huawei.com/<T>` (available chips), `-Fault`
+ * (the processed faults re-encoded, `[]` when there are none), `-NetworkUnhealthy`, `-Recovering` and
+ * `-Unhealthy` (`""` when empty or absent). Readers such as Volcano expect all five on every node; other keys of
+ * the device-info ConfigMap (virtual-device counts, `ManuallySeparateNPU`…) are not passed through.
+ */
 export function publishedDeviceList(view: NodeDeviceView): Record<string, string> {
-  const list = { ...view.deviceList };
-  const key = `huawei.com/${view.deviceType}-Fault`;
+  const base = `huawei.com/${view.deviceType}`;
+  const list = view.deviceList;
   const merged = mergeFaults(view.faults);
-  if (merged.length > 0 || key in list) list[key] = marshalGo(goSlice(merged.map(faultObjectGo)));
-  return list;
+  return {
+    [base]: list[base] ?? '',
+    [`${base}-Fault`]: marshalGo(goSlice(merged.map(faultObjectGo))),
+    [`${base}-NetworkUnhealthy`]: list[`${base}-NetworkUnhealthy`] ?? '',
+    [`${base}-Recovering`]: list[`${base}-Recovering`] ?? '',
+    [`${base}-Unhealthy`]: list[`${base}-Unhealthy`] ?? '',
+  };
 }
 
 /** The Go JSON of one node's published value (§0.3). */
@@ -126,6 +138,212 @@ export function buildChunks(
   if (current.length > 0) chunks.push(current);
   while (chunks.length < minChunks) chunks.push([]);
   return chunks.map(chunkJson);
+}
+
+/** One node's member of a chunk value: `"mindx-dl-deviceinfo-<node>":<value>`. */
+function memberText(node: string, value: string): string {
+  return `${JSON.stringify(DEVICE_INFO_NAME_PREFIX + node)}:${value}`;
+}
+
+interface Chunk {
+  /** nodes in key order (Go writes a map's keys sorted; node names are ASCII, so string order is byte order) */
+  nodes: string[];
+  /** bytes of the value: braces, members and commas */
+  bytes: number;
+  dirty: boolean;
+  /** the value as JSON string content (escaped, without quotes) in pieces, built when asked for, kept until it changes */
+  escaped: Buffer[] | undefined;
+}
+
+/** A member of a chunk. */
+interface Member {
+  text: string;
+  /** UTF-8 bytes of `text` */
+  bytes: number;
+  chunk: number;
+  /** `text` escaped as JSON string content, built when first needed */
+  escaped: Buffer | undefined;
+}
+
+const BRACE_OPEN = Buffer.from('{');
+const BRACE_CLOSE = Buffer.from('}');
+const COMMA = Buffer.from(',');
+
+/** `s` as the content of a JSON string literal (JSON.stringify without the quotes), UTF-8. */
+export function escapeJsonContent(s: string): Buffer {
+  const q = JSON.stringify(s);
+  return Buffer.from(q.slice(1, -1));
+}
+
+/** Index of the first element of the sorted `list` not below `x`. */
+function lowerBound(list: readonly string[], x: string): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The `cluster-info-device-<m>` chunks, kept up to date incrementally (issue [O] item 1): each node's member text
+ * is stored once, a node stays in its chunk while the chunk stays under the limit (§0.3: about 800 KiB or less), and
+ * only chunks whose members changed are marked for writing. New nodes go, in name order, to the lowest chunk with
+ * room, so a first fill packs nodes in name order as {@link buildChunks} does; a node that outgrows its chunk
+ * moves to the lowest other chunk with room (or a new one). Readers merge the chunks into one map (ClusterD itself
+ * fills them in Go map order), so which chunk holds a node does not matter to them. Chunk indices, once used,
+ * stay in use (written `{}` when empty, §0.3). Pure.
+ */
+export class ClusterInfoChunks {
+  readonly #limit: number;
+  readonly #members = new Map<string, Member>();
+  readonly #chunks: Chunk[] = [];
+
+  constructor(limit = CHUNK_LIMIT_BYTES) {
+    this.#limit = limit;
+  }
+
+  /** Keeps at least `n` chunks (indices found in use at start). */
+  ensureChunks(n: number): void {
+    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+  }
+
+  /** Number of chunks. */
+  get count(): number {
+    return this.#chunks.length;
+  }
+
+  /** Nodes published. */
+  get nodeCount(): number {
+    return this.#members.size;
+  }
+
+  /** The chunk holding `node`, if any. */
+  chunkOf(node: string): number | undefined {
+    return this.#members.get(node)?.chunk;
+  }
+
+  #remove(node: string): void {
+    const m = this.#members.get(node);
+    if (m === undefined) return;
+    const c = this.#chunks[m.chunk]!;
+    c.nodes.splice(lowerBound(c.nodes, node), 1);
+    c.bytes -= m.bytes + (c.nodes.length > 0 ? 1 : 0);
+    c.dirty = true;
+    c.escaped = undefined;
+    this.#members.delete(node);
+  }
+
+  #fits(c: Chunk, bytes: number): boolean {
+    return c.nodes.length === 0 || c.bytes + 1 + bytes <= this.#limit;
+  }
+
+  #place(node: string, text: string, bytes: number, preferred: number | undefined): void {
+    let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
+    if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
+    if (i < 0) {
+      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+      i = this.#chunks.length - 1;
+    }
+    const c = this.#chunks[i]!;
+    c.nodes.splice(lowerBound(c.nodes, node), 0, node);
+    c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
+    c.dirty = true;
+    c.escaped = undefined;
+    this.#members.set(node, { text, bytes, chunk: i, escaped: undefined });
+  }
+
+  /** Applies the changed nodes of a cycle (node → its published value, or null when it left the view). */
+  apply(changes: ReadonlyMap<string, string | null>): void {
+    const added: [string, string][] = [];
+    for (const [node, value] of changes) {
+      const m = this.#members.get(node);
+      if (value === null) {
+        this.#remove(node);
+        continue;
+      }
+      if (m === undefined) {
+        added.push([node, value]);
+        continue;
+      }
+      const text = memberText(node, value);
+      if (text === m.text) continue;
+      const bytes = Buffer.byteLength(text);
+      const c = this.#chunks[m.chunk]!;
+      if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
+        c.bytes += bytes - m.bytes;
+        c.dirty = true;
+        c.escaped = undefined;
+        this.#members.set(node, { text, bytes, chunk: m.chunk, escaped: undefined });
+      } else {
+        // outgrew its chunk: the destination is written with it and the source without it
+        this.#remove(node);
+        this.#place(node, text, bytes, undefined);
+      }
+    }
+    added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    let last: number | undefined;
+    for (const [node, value] of added) {
+      const text = memberText(node, value);
+      this.#place(node, text, Buffer.byteLength(text), last);
+      last = this.#members.get(node)!.chunk;
+    }
+  }
+
+  /** The value of chunk `i`. */
+  text(i: number): string {
+    return `{${this.#chunks[i]!.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
+  }
+
+  /**
+   * The value of chunk `i` as the content of a JSON string (escaped, without the quotes), UTF-8, in pieces: what a
+   * ConfigMap body carries between the quotes of its data value. Each member's escaped bytes are kept until the
+   * member changes, the list until the chunk changes (issue [O] item 1: a changed node costs its own escaping, not
+   * the 800 KiB chunk's, and the pieces are sent as they are). JSON escaping works character by character and a
+   * member is a whole string, so the pieces equal the escaped whole value; `{`, `}` and `,` need no escaping.
+   */
+  escapedParts(i: number): readonly Buffer[] {
+    const c = this.#chunks[i]!;
+    if (c.escaped !== undefined) return c.escaped;
+    const parts: Buffer[] = [BRACE_OPEN];
+    c.nodes.forEach((n, k) => {
+      const m = this.#members.get(n)!;
+      m.escaped ??= escapeJsonContent(m.text);
+      if (k > 0) parts.push(COMMA);
+      parts.push(m.escaped);
+    });
+    parts.push(BRACE_CLOSE);
+    c.escaped = parts;
+    return parts;
+  }
+
+  /** {@link escapedParts} in one buffer. */
+  escapedValue(i: number): Buffer {
+    return Buffer.concat(this.escapedParts(i));
+  }
+
+  /** Marks chunk `i` as changed again (its write was deferred). */
+  markDirty(i: number): void {
+    this.#chunks[i]!.dirty = true;
+  }
+
+  /** Byte size of chunk `i`'s value. */
+  bytes(i: number): number {
+    return this.#chunks[i]!.bytes;
+  }
+
+  /** Indices of the chunks changed since they were last taken with {@link takeDirty}. */
+  takeDirty(): number[] {
+    const out: number[] = [];
+    this.#chunks.forEach((c, i) => {
+      if (!c.dirty) return;
+      c.dirty = false;
+      out.push(i);
+    });
+    return out;
+  }
 }
 
 /** Name of chunk `i`. */

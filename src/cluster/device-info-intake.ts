@@ -7,7 +7,7 @@ import {
   DEVICE_INFO_NAME_PREFIX,
   DEVICE_INFO_NAMESPACE,
   KEY_DEVICE_INFO,
-  verifyDeviceInfoCfg,
+  decodeDeviceInfoCfg,
 } from '../kube/device-info.js';
 import type { DeviceFault, FaultObject, NodeDeviceView, TimeAndLevel } from './device-view.js';
 
@@ -100,7 +100,9 @@ export function splitFaults(faultJson: string | undefined): Map<string, DeviceFa
 
 /**
  * Parses and verifies one device-info ConfigMap (§0.1). Only `kube-system/mindx-dl-deviceinfo-*` objects are taken;
- * the CheckCode must match the Go serialisation of `DeviceInfo`.
+ * the CheckCode must match the Go serialisation of `DeviceInfo`. Refusals: `missing-key`, `too-large` (checked
+ * before anything is parsed), `malformed` (not JSON, a member of the wrong type, an unreadable `-Fault` list; the
+ * detail names which) and `check-code` (empty, or not the hash of `DeviceInfo`).
  */
 export function parseDeviceInfoConfigMap(cm: ConfigMapLike): IntakeResult {
   const name = cm.metadata?.name ?? '';
@@ -112,35 +114,31 @@ export function parseDeviceInfoConfigMap(cm: ConfigMapLike): IntakeResult {
   if (Buffer.byteLength(text) > MAX_DEVICE_INFO_BYTES) {
     return { ok: false, reason: 'too-large', detail: `${KEY_DEVICE_INFO} exceeds ${MAX_DEVICE_INFO_BYTES} bytes` };
   }
-  if (!verifyDeviceInfoCfg(text)) {
-    return { ok: false, reason: 'check-code', detail: `${KEY_DEVICE_INFO} fails the CheckCode check` };
-  }
+  // ClusterD's ParseDeviceInfoCM: decode into its struct (Go zero values: a null DeviceList is an empty list),
+  // then the CheckCode; the reason names which of the two failed
+  const decoded = decodeDeviceInfoCfg(text);
+  if (!decoded.ok) return { ok: false, reason: decoded.reason, detail: `${KEY_DEVICE_INFO}: ${decoded.detail}` };
+  const { deviceList, updateTime, superPodId, serverIndex, rackId } = decoded.value;
+  const deviceType = deviceTypeOf(deviceList);
+  let faults: Map<string, DeviceFault[]>;
   try {
-    const doc = JSON.parse(text) as {
-      DeviceInfo: { DeviceList: Record<string, string>; UpdateTime: number };
-      SuperPodID?: unknown;
-      ServerIndex?: unknown;
-      RackID?: unknown;
-    };
-    const deviceList = { ...doc.DeviceInfo.DeviceList };
-    const deviceType = deviceTypeOf(deviceList);
-    const num = (v: unknown): number => (typeof v === 'number' && Number.isSafeInteger(v) ? v : 0);
-    return {
-      ok: true,
-      view: {
-        node: name.slice(DEVICE_INFO_NAME_PREFIX.length),
-        deviceType,
-        deviceList,
-        updateTime: doc.DeviceInfo.UpdateTime,
-        superPodId: num(doc.SuperPodID),
-        serverIndex: num(doc.ServerIndex),
-        rackId: num(doc.RackID),
-        faults: splitFaults(deviceList[`huawei.com/${deviceType}-Fault`]),
-      },
-    };
+    faults = splitFaults(deviceList[`huawei.com/${deviceType}-Fault`]);
   } catch (e) {
-    return { ok: false, reason: 'malformed', detail: (e as Error).message };
+    return { ok: false, reason: 'malformed', detail: `huawei.com/${deviceType}-Fault: ${(e as Error).message}` };
   }
+  return {
+    ok: true,
+    view: {
+      node: name.slice(DEVICE_INFO_NAME_PREFIX.length),
+      deviceType,
+      deviceList: { ...deviceList },
+      updateTime,
+      superPodId,
+      serverIndex,
+      rackId,
+      faults,
+    },
+  };
 }
 
 /** Receive times known for a node: device → code → ms. */
@@ -183,29 +181,45 @@ export class DeviceInfoIntake {
   readonly #views = new Map<string, NodeDeviceView>();
   readonly #queued = new Map<string, NodeDeviceView | null>();
   #restored: Map<string, Map<string, Map<string, number>>> = new Map();
+  /** whether the last version offered of each node's ConfigMap was valid (§0.1 "old object invalid") */
+  readonly #lastValid = new Map<string, boolean>();
 
   /** Receive times to reuse for the first version of each node after a restart (persisted state). */
   restoreStamps(stamps: Map<string, Map<string, Map<string, number>>>): void {
     this.#restored = stamps;
   }
 
-  /** Verifies an event and queues its effect; a rejected event changes nothing. */
+  /**
+   * Verifies an event and queues its effect; a rejected event changes nothing. For an update the validity of the
+   * old object is that of `old` when given, else that of the last version offered for the node (so the caller
+   * need not keep old objects).
+   */
   offer(event: DeviceInfoEvent): OfferResult {
+    const node = parseNodeName(event.cm);
     if (event.type === 'delete') {
-      const r = parseNodeName(event.cm);
-      if (r === undefined) return { accepted: false, reason: 'not-device-info', detail: 'not a device-info ConfigMap' };
-      this.#queued.set(r, null);
-      return { accepted: true, node: r };
-    }
-    if (event.type === 'update' && event.old !== undefined) {
-      // §0.1: an update whose old object fails to parse or verify is ignored, even when the new one is valid.
-      const old = parseDeviceInfoConfigMap(event.old);
-      if (!old.ok && old.reason !== 'not-device-info') {
-        return { accepted: false, node: parseNodeName(event.cm), reason: 'old-invalid', detail: old.detail };
+      if (node === undefined) {
+        return { accepted: false, reason: 'not-device-info', detail: 'not a device-info ConfigMap' };
       }
+      this.#lastValid.delete(node);
+      this.#queued.set(node, null);
+      return { accepted: true, node };
     }
     const r = parseDeviceInfoConfigMap(event.cm);
-    if (!r.ok) return { accepted: false, node: parseNodeName(event.cm), reason: r.reason, detail: r.detail };
+    if (node !== undefined) {
+      const wasValid = this.#lastValid.get(node);
+      this.#lastValid.set(node, r.ok);
+      if (event.type === 'update') {
+        // §0.1: an update whose old object fails to parse or verify is ignored, even when the new one is valid.
+        let old: { ok: boolean; detail: string } = { ok: wasValid ?? true, detail: 'its previous version was refused' };
+        if (event.old !== undefined) {
+          const o = parseDeviceInfoConfigMap(event.old);
+          old = o.ok || o.reason === 'not-device-info' ? { ok: true, detail: '' } : { ok: false, detail: o.detail };
+        }
+        // reported as the new version's own fault when it has one (the update is refused either way)
+        if (!old.ok && r.ok) return { accepted: false, node, reason: 'old-invalid', detail: old.detail };
+      }
+    }
+    if (!r.ok) return { accepted: false, ...(node !== undefined ? { node } : {}), reason: r.reason, detail: r.detail };
     this.#queued.set(r.view.node, r.view);
     return { accepted: true, node: r.view.node };
   }

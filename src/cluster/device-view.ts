@@ -166,8 +166,17 @@ export function cloneView(view: NodeDeviceView): NodeDeviceView {
   return { ...view, deviceList: { ...view.deviceList }, faults };
 }
 
-/** A step of the processor chain of §0.2, applied to the per-cycle copy of every node's view. */
+/**
+ * A step of the processor chain of §0.2, applied to the per-cycle copies of the views of the nodes to re-process.
+ *
+ * The processing centre re-processes only the nodes whose inputs changed (issue [O] item 1): their device info,
+ * their manual-separation entry, the policy, or what a processor reports through {@link changedNodes}. A processor
+ * must therefore compute each node from that node's view and its own per-node inputs only, and report every node
+ * whose inputs it changed; `process` is then given those nodes (and any others due), never necessarily all.
+ */
 export interface DeviceViewProcessor {
   readonly name: string;
   process(views: Map<string, NodeDeviceView>, nowMs: number): void;
+  /** Nodes whose inputs of this processor changed since the previous call (called once per cycle, before `process`). */
+  changedNodes?(): Iterable<string>;
 }

@@ -3,23 +3,21 @@
  * ConfigMaps, pods, Volcano PodGroups, the policy ConfigMap), the 1 s processing cycle, the 15 s manual-info step,
  * the published `cluster-info-device-<m>` ConfigMaps, and the persisted state ConfigMap. Only the leader does work.
  */
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
-import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
 import { ApiRecovery, ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
 import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
 import type { ConfigMapLike } from './device-info-intake.js';
 import type { DeviceViewProcessor } from './device-view.js';
 import {
-  buildChunks,
   chunkName,
+  ClusterInfoChunks,
   CLUSTER_INFO_LABELS,
   CLUSTER_INFO_NAMESPACE,
   CLUSTER_INFO_PREFIX,
+  escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
 import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
@@ -27,6 +25,14 @@ import type { ManualCmAction, ManualCmRead } from './manual-separation.js';
 import { FaultCenterMetrics } from './metrics.js';
 import { policyFromConfigMapData, POLICY_CONFIGMAP, POLICY_KEY, POLICY_NAMESPACE } from './policy.js';
 import { FaultCenterCore } from './processing-center.js';
+import { apiStateIo, StateStore, type LoadedState } from './state-store.js';
+import {
+  bodyWriter,
+  prepareEscapedConfigMap,
+  RawConfigMapWriter,
+  sameBytes,
+  type PreparedConfigMap,
+} from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
 
 /** The public-fault service contract (implemented in src/cluster/public-fault/). */
@@ -40,9 +46,17 @@ export interface PublicFaultService {
 /** Timings; defaults are upstream's. Tests shorten them. */
 export interface FaultCenterTimings {
   cycleMs: number;
+  /** an input change runs a cycle this soon (§0.2 "also on demand")… */
+  onDemandDelayMs: number;
+  /** …but on-demand cycles start at least this far apart */
+  onDemandMinIntervalMs: number;
   releaseTickMs: number;
   publishMinIntervalMs: number;
+  /** one chunk is written at most once per this many ms (a chunk of 800 KiB changes with every node in it) */
+  chunkMinIntervalMs: number;
   publishForceMs: number;
+  /** at most one commit of the persisted state per this many ms */
+  stateIntervalMs: number;
   leaseDurationSec: number;
   leaseRenewDeadlineMs: number;
   leaseRetryPeriodMs: number;
@@ -51,9 +65,13 @@ export interface FaultCenterTimings {
 
 export const DEFAULT_TIMINGS: FaultCenterTimings = {
   cycleMs: 1000,
+  onDemandDelayMs: 20,
+  onDemandMinIntervalMs: 200,
   releaseTickMs: 15_000,
   publishMinIntervalMs: 200,
+  chunkMinIntervalMs: 1000,
   publishForceMs: 5000,
+  stateIntervalMs: 1000,
   leaseDurationSec: 15,
   leaseRenewDeadlineMs: 10_000,
   leaseRetryPeriodMs: 2000,
@@ -100,9 +118,6 @@ export function faultCenterReadiness(center: {
 const PROBE_TIMEOUT_MS = 2000;
 
 const DEVICE_INFO_SELECTOR = 'mx-consumer-cim=true';
-const STATE_KEY = 'state';
-/** Persisted state larger than this is written without the intake snapshot (ConfigMaps hold 1 MiB). */
-const MAX_STATE_BYTES = 900 * 1024;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -114,20 +129,35 @@ interface Term {
   informers: k8s.Informer<k8s.KubernetesObject>[];
   services: PublicFaultService[];
   unsubscribe: (() => void)[];
-  chunkQueues: Map<number, ObjectWriteQueue<ConfigMapBody>>;
-  stateQueue: ObjectWriteQueue<ConfigMapBody>;
+  /** the published chunks, kept up to date node by node (issue [O] item 1) */
+  chunks: ClusterInfoChunks;
+  chunkQueues: Map<number, ObjectWriteQueue<PreparedConfigMap>>;
+  /** the last value handed to each chunk's queue (or found in the chunk at take-over), as escaped JSON content */
+  submitted: Map<number, readonly Buffer[]>;
+  /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
+  prepared: Map<number, PreparedConfigMap>;
+  /** when each chunk was last handed to its queue */
+  chunkSubmitMs: Map<number, number>;
+  /** the writer of the chunks and the state objects */
+  raw: RawConfigMapWriter;
+  /** when a chunk was last handed to its queue (the §0.3 forced rewrite after 5 s without writes) */
+  lastChunkSubmitMs: number;
+  lastPublishMs: number;
+  publishTimer: NodeJS.Timeout | undefined;
+  /** the pending on-demand cycle and when the last one started */
+  cycleTimer: NodeJS.Timeout | undefined;
+  lastOnDemandMs: number;
+  state: StateStore;
+  stateIo: { close(): void };
   /**
    * The "API server back" signal of the term's write queues (the agent's mechanism, docs/agent.md "Outages"): a
    * queue backing off after an outage writes within about a second of the API server answering `/readyz` again,
    * not after its backoff (up to 30 s).
    */
   recovery: ApiRecovery;
-  usedChunks: number;
-  dirty: boolean;
-  lastPublishMs: number;
-  lastStateJson: string;
   synced: boolean;
-  lastRawDeviceInfo: Map<string, ConfigMapLike>;
+  /** object → reason of its current refusal: each refused object is counted and logged once per reason */
+  refused: Map<string, string>;
 }
 
 /** The fault center. */
@@ -229,11 +259,18 @@ export class FaultCenter {
         },
       },
     });
-    const writer = configMapWriter(this.#core);
     const health = new k8s.Health(o.kubeConfig);
     const recovery = new ApiRecovery({
       probe: () => health.readyz({ signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).catch(() => false),
     });
+    const raw = new RawConfigMapWriter(o.kubeConfig);
+    const stateIo = apiStateIo(
+      this.#core,
+      o.leaseNamespace,
+      { ...o.backoff, recovery },
+      (name, e) => this.#log.warn({ err: String(e), configMap: name }, 'state ConfigMap write failed'),
+      bodyWriter(raw),
+    );
     const term: Term = {
       core,
       stopped: false,
@@ -241,32 +278,51 @@ export class FaultCenter {
       informers: [],
       services,
       unsubscribe: [],
+      chunks: new ClusterInfoChunks(),
       chunkQueues: new Map(),
-      stateQueue: new ObjectWriteQueue({
-        writer,
-        backoff: { ...o.backoff, recovery },
-        onError: (e) => this.#log.warn({ err: String(e) }, 'state ConfigMap write failed'),
-      }),
-      recovery,
-      usedChunks: 0,
-      dirty: true,
+      submitted: new Map(),
+      prepared: new Map(),
+      chunkSubmitMs: new Map(),
+      raw,
+      lastChunkSubmitMs: 0,
       lastPublishMs: 0,
-      lastStateJson: '',
+      publishTimer: undefined,
+      cycleTimer: undefined,
+      lastOnDemandMs: 0,
+      state: new StateStore({
+        leaseName: o.leaseName,
+        namespace: o.leaseNamespace,
+        io: stateIo,
+        logger: this.#log,
+        now: () => this.#now(),
+        ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}),
+        minIntervalMs: this.#t.stateIntervalMs,
+        onCommit: (what, ok) => this.metrics.stateWrites.inc({ object: what, result: ok ? 'ok' : 'refused' }),
+      }),
+      stateIo,
+      recovery,
       synced: false,
-      lastRawDeviceInfo: new Map(),
+      refused: new Map(),
     };
     this.#term = term;
     try {
       await this.#loadPolicy(term, true);
-      await this.#loadManualInfo(term);
-      await this.#loadState(term);
-      term.usedChunks = await this.#existingChunks();
-      if (term.stopped) return;
-      await this.#startInformers(term);
-      for (const s of services) {
-        term.unsubscribe.push(s.onChange(() => void (term.dirty = true)));
-        await s.start();
+      const manual = await this.#readManualCm(3);
+      if (manual.kind === 'error') {
+        this.#log.error({ err: manual.message }, `${MANUAL_INFO_CONFIGMAP} not readable at start`);
       }
+      await this.#restore(term, manual);
+      await this.#existingChunks(term);
+      if (term.stopped) return;
+      // the inputs are read concurrently; the first cycle waits for all of them
+      await Promise.all([
+        this.#startInformers(term),
+        ...services.map(async (s) => {
+          term.unsubscribe.push(s.onChange(() => this.#requestCycle(term)));
+          await s.start();
+        }),
+      ]);
+      if (term.stopped) return;
       term.synced = true;
       const every = (ms: number, fn: () => Promise<void> | void) => {
         const timer = setInterval(() => {
@@ -276,10 +332,12 @@ export class FaultCenter {
         timer.unref();
         term.timers.push(timer);
       };
-      every(this.#t.cycleMs, () => this.#cycle(term));
+      every(this.#t.cycleMs, () => this.#cycle(term, true));
       every(this.#t.releaseTickMs, () => this.#releaseTick(term));
-      every(this.#t.publishMinIntervalMs, () => this.#publish(term));
-      this.#cycle(term);
+      every(Math.min(1000, this.#t.publishForceMs), () => {
+        if (this.#now() - term.lastChunkSubmitMs >= this.#t.publishForceMs) this.#publish(term, true);
+      });
+      this.#cycle(term, true);
     } catch (e) {
       this.#log.error({ err: String(e) }, 'leader start-up failed; stepping down');
       await this.#elector.stop(true);
@@ -293,12 +351,16 @@ export class FaultCenter {
     this.#term = undefined;
     term.stopped = true;
     for (const t of term.timers) clearInterval(t);
+    clearTimeout(term.cycleTimer);
+    clearTimeout(term.publishTimer);
     for (const u of term.unsubscribe) u();
     await Promise.all(term.informers.map((i) => i.stop().catch(() => undefined)));
     await Promise.all(term.services.map((s) => s.stop().catch(() => undefined)));
     for (const q of term.chunkQueues.values()) q.close();
-    term.stateQueue.close();
+    term.state.close();
+    term.stateIo.close();
     term.recovery.close();
+    term.raw.close();
   }
 
   async #event(reason: string, message: string, name: string, namespace: string): Promise<void> {
@@ -386,54 +448,57 @@ export class FaultCenter {
     }
   }
 
-  async #loadManualInfo(term: Term): Promise<void> {
-    const read = await this.#readManualCm(3);
-    if (read.kind === 'error') {
-      this.#log.error({ err: read.message }, `${MANUAL_INFO_CONFIGMAP} not readable at start; starting empty`);
-      return;
-    }
-    const bad = term.core.manual.load(read.kind === 'data' ? read.data : {});
-    await this.#reportBadKeys(bad);
-  }
-
-  #stateName(): string {
-    return `${this.#o.leaseName}-state`;
-  }
-
-  async #loadState(term: Term): Promise<void> {
-    let text: string | undefined;
-    try {
-      const cm = await this.#core.readNamespacedConfigMap({
-        name: this.#stateName(),
-        namespace: this.#o.leaseNamespace,
-      });
-      text = cm.data?.[STATE_KEY];
-    } catch (e) {
-      if (statusOf(e) !== 404) this.#log.warn({ err: String(e) }, 'state ConfigMap not readable');
-      if (this.#o.stateDir !== undefined) {
-        text = await fs.readFile(path.join(this.#o.stateDir, 'state.json'), 'utf8').catch(() => undefined);
+  /**
+   * Take-over: the persisted state (docs/fault-center.md "Persisted state"; 3 tries when it cannot be read) with
+   * what `clusterd-manual-info-cm` holds now. Without a persisted state, the ConfigMap alone is loaded (§1.9).
+   */
+  async #restore(term: Term, manual: ManualCmRead): Promise<void> {
+    const cmData = manual.kind === 'data' ? manual.data : manual.kind === 'missing' ? {} : undefined;
+    let loaded: LoadedState = { kind: 'none' };
+    for (let i = 0; i < 3 && !term.stopped; i++) {
+      try {
+        loaded = await term.state.load();
+        break;
+      } catch (e) {
+        this.#log.warn({ err: String(e), attempt: i + 1 }, 'persisted state not readable');
+        if (i < 2) await sleep(this.#t.startupRetryMs);
       }
     }
-    if (text === undefined) return;
-    try {
-      const problems = term.core.restoreState(JSON.parse(text));
-      for (const p of problems) this.#log.warn({ problem: p }, 'persisted state entry skipped');
-      term.lastStateJson = text;
-      this.#log.info('persisted counter state restored');
-    } catch (e) {
-      this.#log.error({ err: String(e) }, 'persisted state unreadable; counting starts empty');
+    const core = term.core;
+    if (loaded.kind === 'v2') {
+      const r = core.restoreRecords(loaded.records, loaded.nextJobSeq, cmData);
+      term.state.adopt(core.records);
+      for (const p of r.problems.slice(0, 20)) this.#log.warn({ problem: p }, 'persisted state entry skipped');
+      await this.#reportBadKeys(r.bad);
+      this.#log.info(
+        { nodes: loaded.records.size, generation: loaded.generation, source: loaded.source },
+        'persisted state restored',
+      );
+      return;
+    }
+    const bad = core.manual.load(cmData ?? {});
+    await this.#reportBadKeys(bad);
+    if (loaded.kind === 'v1') {
+      const problems = core.restoreState(loaded.state);
+      for (const p of problems.slice(0, 20)) this.#log.warn({ problem: p }, 'persisted state entry skipped');
+      this.#log.info({ source: loaded.source }, 'persisted state of version 1 restored');
     }
   }
 
-  async #existingChunks(): Promise<number> {
+  /** The `cluster-info-device-<m>` ConfigMaps in use (§0.3: their indices stay in use) and their values. */
+  async #existingChunks(term: Term): Promise<void> {
     const list = await this.#core.listNamespacedConfigMap({ namespace: CLUSTER_INFO_NAMESPACE });
     let n = 0;
     for (const cm of list.items) {
       const name = cm.metadata?.name ?? '';
       const m = new RegExp(`^${CLUSTER_INFO_PREFIX}(\\d+)$`).exec(name);
-      if (m !== null) n = Math.max(n, Number(m[1]) + 1);
+      if (m === null) continue;
+      const i = Number(m[1]);
+      n = Math.max(n, i + 1);
+      const value = cm.data?.[name];
+      if (value !== undefined) term.submitted.set(i, [escapeJsonContent(value)]);
     }
-    return n;
+    term.chunks.ensureChunks(n);
   }
 
   async #startInformers(term: Term): Promise<void> {
@@ -461,19 +526,27 @@ export class FaultCenter {
       'device-info',
     );
     const offer = (type: 'add' | 'update' | 'delete', cm: ConfigMapLike) => {
-      const name = cm.metadata?.name ?? '';
-      const old = term.lastRawDeviceInfo.get(name);
-      if (type === 'delete') term.lastRawDeviceInfo.delete(name);
-      else term.lastRawDeviceInfo.set(name, cm);
-      const r = type === 'update' ? term.core.intake.offer({ type, old, cm }) : term.core.intake.offer({ type, cm });
-      if (!r.accepted) {
-        this.metrics.rejectedInputs.inc({ input: 'device-info', reason: r.reason });
-        this.#log.warn({ configMap: name, reason: r.reason, detail: r.detail }, 'device-info ConfigMap event ignored');
+      const ref = `${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`;
+      // the intake remembers whether each node's last version was valid (§0.1), so no old object is kept here
+      const r = term.core.intake.offer(type === 'update' ? { type, old: undefined, cm } : { type, cm });
+      if (r.accepted) {
+        if (term.refused.delete(ref)) this.#log.info({ configMap: ref }, 'device-info ConfigMap accepted again');
+        if (type === 'delete') this.#log.info({ configMap: ref, node: r.node }, 'device-info ConfigMap deleted');
+        this.#requestCycle(term);
+        return;
       }
+      // Bad input is counted and logged once per object and reason (a relist or an identical rewrite is quiet)
+      if (term.refused.get(ref) === r.reason) return;
+      term.refused.set(ref, r.reason);
+      this.metrics.rejectedInputs.inc({ input: 'device-info', reason: r.reason });
+      this.#log.warn({ configMap: ref, reason: r.reason, detail: r.detail }, 'device-info ConfigMap event ignored');
     };
     di.on('add', (cm) => offer('add', cm));
     di.on('update', (cm) => offer('update', cm));
-    di.on('delete', (cm) => offer('delete', cm));
+    di.on('delete', (cm) => {
+      offer('delete', cm);
+      term.refused.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`);
+    });
     // pods (§1.3)
     const pods = keep(
       k8s.makeInformer(kc, '/api/v1/pods', () => this.#core.listPodForAllNamespaces()),
@@ -525,56 +598,70 @@ export class FaultCenter {
     };
     pol.on('add', onPolicy);
     pol.on('update', onPolicy);
-    for (const inf of [di, pods, pgs, pol]) {
-      try {
-        await inf.start();
-      } catch (e) {
-        this.#log.warn({ err: String(e) }, 'initial list failed; the watch retries');
-        inf.on('error', () => undefined);
-        const t = setTimeout(() => void inf.start().catch(() => undefined), 1000);
-        t.unref();
-      }
-    }
+    // listed concurrently: at 10,000 nodes the lists are the larger part of the start-up
+    await Promise.all(
+      [di, pods, pgs, pol].map(async (inf) => {
+        try {
+          await inf.start();
+        } catch (e) {
+          this.#log.warn({ err: String(e) }, 'initial list failed; the watch retries');
+          inf.on('error', () => undefined);
+          const t = setTimeout(() => void inf.start().catch(() => undefined), 1000);
+          t.unref();
+        }
+      }),
+    );
   }
 
-  #cycle(term: Term): void {
+  /** §0.2 "also on demand": a cycle soon after an input changed, at most one per `onDemandMinIntervalMs`. */
+  #requestCycle(term: Term): void {
+    if (term.stopped || !term.synced || term.cycleTimer !== undefined) return;
+    const now = this.#now();
+    const delay = Math.max(this.#t.onDemandDelayMs, term.lastOnDemandMs + this.#t.onDemandMinIntervalMs - now);
+    term.cycleTimer = setTimeout(() => {
+      term.cycleTimer = undefined;
+      term.lastOnDemandMs = this.#now();
+      this.#cycle(term, false);
+    }, delay);
+    term.cycleTimer.unref();
+  }
+
+  /**
+   * One processing cycle (with the job workers' pass on the 1 s tick, `full`): re-processes the nodes whose inputs
+   * changed, hands changed node values to the chunks and changed node records to the persisted state.
+   */
+  #cycle(term: Term, full: boolean): void {
     if (term.stopped) return;
     const now = this.#now();
-    const r = term.core.cycle(now);
+    const started = process.hrtime.bigint();
+    const r = term.core.cycle(now, { jobPass: full });
     this.metrics.cycles.inc();
-    if (r.changed) term.dirty = true;
+    this.metrics.cycleNodes.inc(r.processedNodes);
     if (r.pass.counted.length > 0) this.metrics.verdicts.inc({ verdict: 'hardware' }, r.pass.counted.length);
     if (r.pass.software.length > 0) {
       this.metrics.verdicts.inc({ verdict: 'software' }, r.pass.software.length);
       this.#log.info({ faults: r.pass.software.length }, 'software faults dropped by the job detector');
     }
     if (r.pass.orphaned.length > 0) this.metrics.verdicts.inc({ verdict: 'orphaned' }, r.pass.orphaned.length);
-    let separated = 0;
-    for (const devs of term.core.manual.cache.totals().values()) separated += devs.length;
-    this.metrics.separatedDevices.set(separated);
+    if (full) {
+      let separated = 0;
+      for (const devs of term.core.manual.cache.totals().values()) separated += devs.length;
+      this.metrics.separatedDevices.set(separated);
+    }
+    if (r.published.size > 0) {
+      term.chunks.apply(r.published);
+      this.#requestPublish(term);
+    }
+    // a counted fault may have separated a device: its marker is published by a cycle right away (§1.8)
+    if (r.pass.counted.length > 0) this.#requestCycle(term);
     this.#persist(term);
+    this.metrics.cycleSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 
+  /** Hands the node records changed since the last call to the persisted state (committed at most once a second). */
   #persist(term: Term): void {
-    const state = term.core.exportState();
-    let json = JSON.stringify(state);
-    if (json === term.lastStateJson) return;
-    if (Buffer.byteLength(json) > MAX_STATE_BYTES) {
-      this.#log.warn('persisted state too large; written without the intake snapshot');
-      json = JSON.stringify({ ...state, intake: {} });
-    }
-    term.lastStateJson = json;
-    term.stateQueue.submit({
-      metadata: { name: this.#stateName(), namespace: this.#o.leaseNamespace },
-      data: { [STATE_KEY]: json },
-    });
-    if (this.#o.stateDir !== undefined) {
-      const dir = this.#o.stateDir;
-      void fs
-        .mkdir(dir, { recursive: true })
-        .then(() => fs.writeFile(path.join(dir, 'state.json'), json))
-        .catch((e: unknown) => this.#log.warn({ err: String(e) }, 'state cache not written'));
-    }
+    const changes = term.core.stateChanges();
+    term.state.update(changes, term.core.nextJobSeq);
   }
 
   async #releaseTick(term: Term): Promise<void> {
@@ -582,8 +669,9 @@ export class FaultCenter {
     if (term.stopped) return;
     const r = term.core.manual.releaseTick(this.#now(), read);
     await this.#reportBadKeys(r.bad);
-    term.dirty = true;
+    this.#requestCycle(term);
     await this.#writeManual(term, r.action);
+    this.#persist(term);
   }
 
   async #writeManual(term: Term, action: ManualCmAction): Promise<void> {
@@ -606,34 +694,74 @@ export class FaultCenter {
       }
       if (!term.stopped) term.core.manual.written(action);
     } catch (e) {
-      this.#log.warn({ err: String(e) }, `${MANUAL_INFO_CONFIGMAP} write failed; retried at the next tick`);
+      // at 10,000 nodes the ConfigMap may outgrow 1 MiB (422): the separations stay in the persisted state
+      this.#log.warn(
+        { err: String(e), status: statusOf(e) },
+        `${MANUAL_INFO_CONFIGMAP} write failed; retried at the next tick`,
+      );
     }
   }
 
-  /** §0.3 cadence: at most one publish per `publishMinIntervalMs`, forced after `publishForceMs`. */
-  #publish(term: Term): void {
+  /** §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs` (or at `atMs`). */
+  #requestPublish(term: Term, atMs?: number): void {
+    if (term.stopped || term.publishTimer !== undefined) return;
     const now = this.#now();
-    if (!term.dirty && now - term.lastPublishMs < this.#t.publishForceMs) return;
-    term.dirty = false;
+    const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? 0) - now);
+    term.publishTimer = setTimeout(() => {
+      term.publishTimer = undefined;
+      this.#publish(term, false);
+    }, delay);
+    term.publishTimer.unref();
+  }
+
+  /**
+   * Writes the chunks whose bytes changed (issue [O] item 1), each at most once per `chunkMinIntervalMs` (a later
+   * publish takes a deferred one); `force` (§0.3: nothing written for `publishForceMs`) rewrites every chunk with
+   * its current bytes.
+   */
+  #publish(term: Term, force: boolean): void {
+    if (term.stopped) return;
+    const now = this.#now();
     term.lastPublishMs = now;
-    const chunks = buildChunks(term.core.processed, term.usedChunks);
-    term.usedChunks = chunks.length;
-    chunks.forEach((value, i) => {
+    const dirty = term.chunks.takeDirty();
+    const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
+    let deferredUntil = Infinity;
+    for (const i of indices) {
+      const value = term.chunks.escapedParts(i);
+      const before = term.submitted.get(i);
+      const unchanged = before !== undefined && sameBytes(before, value);
+      if (!force && unchanged) continue;
+      const due = (term.chunkSubmitMs.get(i) ?? -Infinity) + this.#t.chunkMinIntervalMs;
+      if (!force && due > now) {
+        term.chunks.markDirty(i);
+        deferredUntil = Math.min(deferredUntil, due);
+        continue;
+      }
+      term.submitted.set(i, value);
+      term.chunkSubmitMs.set(i, now);
+      term.lastChunkSubmitMs = now;
+      const name = chunkName(i);
+      let body = term.prepared.get(i);
+      if (body === undefined || !unchanged) {
+        body = prepareEscapedConfigMap(
+          { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
+          name,
+          value,
+        );
+        term.prepared.set(i, body);
+      }
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
-        q = new ObjectWriteQueue({
-          writer: configMapWriter(this.#core),
+        q = new ObjectWriteQueue<PreparedConfigMap>({
+          writer: term.raw,
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
         });
         term.chunkQueues.set(i, q);
       }
-      const name = chunkName(i);
-      q.submit({
-        metadata: { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
-        data: { [name]: value },
-      });
-    });
+      q.submit(body);
+    }
+    if (deferredUntil < Infinity) this.#requestPublish(term, deferredUntil);
   }
 }

@@ -34,11 +34,20 @@ export function reachedFrequency(times: readonly number[], p: CounterPolicy): bo
 /** Exported counter state: node → dev → code → receive times. */
 export type CounterState = Record<string, Record<string, Record<string, number[]>>>;
 
-/** The counter. `onSeparate` receives the fault that reached the threshold (§1.5 `separate`). */
+/** Exported lists of one node: dev → code → receive times. */
+export type NodeCounterState = Record<string, Record<string, number[]>>;
+
+/**
+ * The counter. `onSeparate` receives the fault that reached the threshold (§1.5 `separate`); `onTouch` is told
+ * the node of every change (for the persisted state, which is kept per node).
+ */
 export class FaultCounter {
   #faults = new Map<string, Map<string, Map<string, number[]>>>();
 
-  constructor(private readonly onSeparate: (f: CountedFault) => void) {}
+  constructor(
+    private readonly onSeparate: (f: CountedFault) => void,
+    private readonly onTouch: (node: string) => void = () => undefined,
+  ) {}
 
   /** §1.5 `add`: returns true when the fault separated its device. */
   add(f: CountedFault, policy: CounterPolicy, nowMs: number): boolean {
@@ -63,6 +72,7 @@ export class FaultCounter {
   }
 
   #set(f: CountedFault, times: number[]): void {
+    this.onTouch(f.node);
     let devs = this.#faults.get(f.node);
     if (devs === undefined) this.#faults.set(f.node, (devs = new Map<string, Map<string, number[]>>()));
     let codes = devs.get(f.dev);
@@ -80,6 +90,7 @@ export class FaultCounter {
     const devs = this.#faults.get(node);
     const codes = devs?.get(dev);
     if (devs === undefined || codes === undefined) return;
+    this.onTouch(node);
     codes.delete(code);
     if (codes.size === 0) devs.delete(dev);
     if (devs.size === 0) this.#faults.delete(node);
@@ -89,13 +100,49 @@ export class FaultCounter {
   clearDevFaults(node: string, dev: string): void {
     const devs = this.#faults.get(node);
     if (devs === undefined) return;
+    this.onTouch(node);
     devs.delete(dev);
     if (devs.size === 0) this.#faults.delete(node);
   }
 
   /** Empties the counter (feature disabled). */
   clear(): void {
+    for (const node of this.#faults.keys()) this.onTouch(node);
     this.#faults = new Map();
+  }
+
+  /** The lists of one node (a copy), undefined when it has none. */
+  nodeState(node: string): NodeCounterState | undefined {
+    const devs = this.#faults.get(node);
+    if (devs === undefined) return undefined;
+    const out: NodeCounterState = {};
+    for (const [dev, codes] of devs) out[dev] = Object.fromEntries([...codes].map(([c, t]) => [c, [...t]]));
+    return out;
+  }
+
+  /** Replaces the lists of one node (persisted state); invalid entries are skipped and returned as messages. */
+  restoreNode(node: string, state: unknown): string[] {
+    this.#faults.delete(node);
+    return this.#restoreInto(node, state);
+  }
+
+  #restoreInto(node: string, devs: unknown): string[] {
+    const problems: string[] = [];
+    if (typeof devs !== 'object' || devs === null) return [`counter.${node} is not an object`];
+    for (const [dev, codes] of Object.entries(devs as Record<string, unknown>)) {
+      if (typeof codes !== 'object' || codes === null) {
+        problems.push(`counter.${node}.${dev} is not an object`);
+        continue;
+      }
+      for (const [code, times] of Object.entries(codes as Record<string, unknown>)) {
+        if (!Array.isArray(times) || !times.every((t) => Number.isSafeInteger(t))) {
+          problems.push(`counter.${node}.${dev}.${code} is not a list of integers`);
+          continue;
+        }
+        this.#set({ node, dev, code, receivedTime: 0 }, times as number[]);
+      }
+    }
+    return problems;
   }
 
   /** The list of one key, if any. */
@@ -122,27 +169,11 @@ export class FaultCounter {
 
   /** Replaces the state with an exported one; invalid entries are skipped and returned as messages. */
   restore(state: unknown): string[] {
-    const problems: string[] = [];
-    this.#faults = new Map();
+    this.clear();
     if (typeof state !== 'object' || state === null) return ['counter state is not an object'];
+    const problems: string[] = [];
     for (const [node, devs] of Object.entries(state as Record<string, unknown>)) {
-      if (typeof devs !== 'object' || devs === null) {
-        problems.push(`counter.${node} is not an object`);
-        continue;
-      }
-      for (const [dev, codes] of Object.entries(devs as Record<string, unknown>)) {
-        if (typeof codes !== 'object' || codes === null) {
-          problems.push(`counter.${node}.${dev} is not an object`);
-          continue;
-        }
-        for (const [code, times] of Object.entries(codes as Record<string, unknown>)) {
-          if (!Array.isArray(times) || !times.every((t) => Number.isSafeInteger(t))) {
-            problems.push(`counter.${node}.${dev}.${code} is not a list of integers`);
-            continue;
-          }
-          this.#set({ node, dev, code, receivedTime: 0 }, times as number[]);
-        }
-      }
+      problems.push(...this.#restoreInto(node, devs));
     }
     return problems;
   }

@@ -24,16 +24,98 @@ export interface PassResult {
   readonly orphaned: JobFault[];
 }
 
-/** The detector state: jobId → pending faults in arrival order. */
+/** One pending fault as persisted: arrival number, job, device, code, receive time (the node is the record's). */
+export type PendingEntry = [seq: number, jobId: string, dev: string, code: string, receivedTime: number];
+
+/**
+ * The detector state: jobId → pending faults in arrival order. Each pending fault also has an arrival number and
+ * is indexed by node, so the persisted state can be kept per node and the arrival order rebuilt from it; `onTouch`
+ * is told the node of every change.
+ */
 export class JobFaultManager {
   #jobs = new Map<string, JobFault[]>();
+  #seq = new Map<JobFault, number>();
+  #byNode = new Map<string, Set<JobFault>>();
+  #nextSeq = 1;
+
+  constructor(private readonly onTouch: (node: string) => void = () => undefined) {}
 
   /** §1.4 "Adding a fault": empty job ids are ignored; no sorting, no de-duplication. */
   add(f: JobFault | null | undefined): void {
     if (f === null || f === undefined || f.jobId === '') return;
+    // the same object added twice is two arrivals: each pending entry is its own object
+    if (this.#seq.has(f)) f = { ...f };
+    this.#track(f, this.#nextSeq++);
     const list = this.#jobs.get(f.jobId);
     if (list === undefined) this.#jobs.set(f.jobId, [f]);
     else list.push(f);
+  }
+
+  #track(f: JobFault, seq: number): void {
+    this.#seq.set(f, seq);
+    let set = this.#byNode.get(f.node);
+    if (set === undefined) this.#byNode.set(f.node, (set = new Set()));
+    set.add(f);
+    this.onTouch(f.node);
+  }
+
+  #untrack(f: JobFault): void {
+    this.#seq.delete(f);
+    const set = this.#byNode.get(f.node);
+    set?.delete(f);
+    if (set?.size === 0) this.#byNode.delete(f.node);
+    this.onTouch(f.node);
+  }
+
+  /** The pending faults on one node, in arrival order (persisted state). */
+  nodePending(node: string): PendingEntry[] {
+    const set = this.#byNode.get(node);
+    if (set === undefined) return [];
+    return [...set]
+      .map((f): PendingEntry => [this.#seq.get(f) ?? 0, f.jobId, f.dev, f.code, f.receivedTime])
+      .sort((a, b) => a[0] - b[0]);
+  }
+
+  /** The next arrival number (persisted so that restored and new faults keep their order). */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+
+  /**
+   * Replaces the pending faults with persisted ones (`node` → entries of {@link nodePending}): added in arrival
+   * order across nodes, numbers kept. Invalid entries are skipped and returned as messages.
+   */
+  restoreNodes(entries: ReadonlyMap<string, readonly unknown[]>, nextSeq: number): string[] {
+    this.clear();
+    const problems: string[] = [];
+    const all: [string, PendingEntry][] = [];
+    for (const [node, list] of entries) {
+      list.forEach((e, i) => {
+        const ok =
+          Array.isArray(e) &&
+          e.length === 5 &&
+          Number.isSafeInteger(e[0]) &&
+          typeof e[1] === 'string' &&
+          e[1] !== '' &&
+          typeof e[2] === 'string' &&
+          typeof e[3] === 'string' &&
+          Number.isSafeInteger(e[4]);
+        if (ok) all.push([node, e as PendingEntry]);
+        else problems.push(`jobs of ${node}[${i}] is not [seq, jobId, dev, code, receivedTime]`);
+      });
+    }
+    all.sort((a, b) => a[1][0] - b[1][0]);
+    let max = 0;
+    for (const [node, [seq, jobId, dev, code, receivedTime]] of all) {
+      const f: JobFault = { jobId, node, dev, code, receivedTime };
+      this.#track(f, seq);
+      const list = this.#jobs.get(jobId);
+      if (list === undefined) this.#jobs.set(jobId, [f]);
+      else list.push(f);
+      max = Math.max(max, seq);
+    }
+    this.#nextSeq = Math.max(nextSeq, max + 1, 1);
+    return problems;
   }
 
   /** Pending faults of a job (upstream `GetFaultsByJobId`). */
@@ -48,7 +130,10 @@ export class JobFaultManager {
 
   /** Drops everything (feature disabled, §1.2). */
   clear(): void {
+    for (const node of this.#byNode.keys()) this.onTouch(node);
     this.#jobs = new Map();
+    this.#seq = new Map();
+    this.#byNode = new Map();
   }
 
   /**
@@ -60,6 +145,7 @@ export class JobFaultManager {
     for (const [jobId, pending] of [...this.#jobs]) {
       if (!hasPodGroup(jobId)) {
         result.orphaned.push(...pending);
+        for (const f of pending) this.#untrack(f);
         this.#jobs.delete(jobId);
         continue;
       }
@@ -73,6 +159,7 @@ export class JobFaultManager {
         const others = list.slice(1);
         // §1.4 / §1.12 item 3: any same-code fault on another device, at any time, makes the head software
         const software = others.some((x) => x.code === head.code && (x.node !== head.node || x.dev !== head.dev));
+        this.#untrack(head);
         if (software) result.software.push(head);
         else {
           result.counted.push(head);
@@ -81,8 +168,11 @@ export class JobFaultManager {
         const rest: JobFault[] = [];
         for (const x of others) {
           if (x.code === head.code && x.receivedTime <= head.receivedTime + SLIDING_WINDOW_MS) {
-            if (software) result.software.push(x);
-            else if (x.node === head.node && x.dev === head.dev) {
+            if (software) {
+              this.#untrack(x);
+              result.software.push(x);
+            } else if (x.node === head.node && x.dev === head.dev) {
+              this.#untrack(x);
               result.counted.push(x);
               count(x);
             } else rest.push(x); // unreachable when software is false; kept as upstream does
@@ -102,7 +192,7 @@ export class JobFaultManager {
 
   /** Replaces the pending faults; invalid entries are skipped and returned as messages. */
   restore(state: unknown): string[] {
-    this.#jobs = new Map();
+    this.clear();
     if (!Array.isArray(state)) return ['pending job faults are not a list'];
     const problems: string[] = [];
     state.forEach((raw: unknown, i) => {

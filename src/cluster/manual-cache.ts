@@ -117,13 +117,39 @@ export function decodeManualInfoData(data: Readonly<Record<string, string>> | nu
   return { entries, bad };
 }
 
-/** The cache (§1.6 `manualInfo`). */
+/** The cache (§1.6 `manualInfo`). `onTouch` is told the node of every change (persisted state, dirty nodes). */
 export class ManualCache {
   #nodes = new Map<string, NodeManualInfo>();
+
+  constructor(private readonly onTouch: (node: string) => void = () => undefined) {}
+
+  /** One node's entry (a copy), undefined when the node has none. */
+  entry(node: string): NodeManualInfo | undefined {
+    const e = this.#nodes.get(node);
+    return e === undefined ? undefined : copyEntry(e);
+  }
+
+  /** The separated devices of one node (live; do not mutate), undefined when none. */
+  totalOf(node: string): readonly string[] | undefined {
+    return this.#nodes.get(node)?.Total;
+  }
+
+  /** Sets (or with undefined removes) one node's entry. */
+  setEntry(node: string, e: NodeManualInfo | undefined): void {
+    this.onTouch(node);
+    if (e === undefined) this.#nodes.delete(node);
+    else this.#nodes.set(node, copyEntry(e));
+  }
+
+  /** Nodes with an entry. */
+  nodes(): IterableIterator<string> {
+    return this.#nodes.keys();
+  }
 
   /** §1.6 `addSeparateDev`; returns whether the device is newly separated. */
   addSeparateDev(node: string, dev: string, code: string, timeMs: number): boolean {
     const info: DevCmInfo = { FaultCode: code, FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: timeMs };
+    this.onTouch(node);
     const e = this.#nodes.get(node);
     if (e === undefined) {
       this.#nodes.set(node, { Total: [dev], Detail: new Map([[dev, [info]]]) });
@@ -146,6 +172,7 @@ export class ManualCache {
   deleteSeparateDev(node: string, dev: string): void {
     const e = this.#nodes.get(node);
     if (e === undefined) return;
+    this.onTouch(node);
     e.Total = e.Total.filter((d) => d !== dev);
     if (e.Total.length === 0) this.#nodes.delete(node);
     else e.Detail.delete(dev);
@@ -155,6 +182,7 @@ export class ManualCache {
   deleteDevCode(node: string, dev: string, code: string): void {
     const e = this.#nodes.get(node);
     if (e === undefined) return;
+    this.onTouch(node);
     const list = (e.Detail.get(dev) ?? []).filter((x) => x.FaultCode !== code);
     if (list.length > 0) {
       e.Detail.set(dev, list);
@@ -172,11 +200,14 @@ export class ManualCache {
 
   /** Replaces the whole cache (upstream `SetNodeInfo`); `null` empties it. */
   set(entries: ReadonlyMap<string, NodeManualInfo> | null): void {
+    for (const n of this.#nodes.keys()) this.onTouch(n);
     this.#nodes = new Map([...(entries ?? new Map<string, NodeManualInfo>())].map(([n, e]) => [n, copyEntry(e)]));
+    for (const n of this.#nodes.keys()) this.onTouch(n);
   }
 
   /** Empties the cache. */
   clear(): void {
+    for (const n of this.#nodes.keys()) this.onTouch(n);
     this.#nodes = new Map();
   }
 

@@ -32,10 +32,15 @@ export class ManualFaultProcessor implements DeviceViewProcessor {
 
   process(views: Map<string, NodeDeviceView>): void {
     if (!this.manual.enabled) return;
-    for (const [node, devs] of this.manual.cache.totals()) {
-      const view = views.get(node);
-      if (view === undefined) continue; // §1.8: nodes without a device-info ConfigMap are not surfaced
-      for (const dev of devs) addFaultAndFix(view, dev, manualMarker(dev));
+    // §1.8: nodes without a device-info ConfigMap (no view) are not surfaced
+    for (const [node, view] of views) {
+      const devs = this.manual.cache.totalOf(node);
+      if (devs !== undefined) for (const dev of devs) addFaultAndFix(view, dev, manualMarker(dev));
     }
+  }
+
+  /** The nodes whose separations changed (their markers change). */
+  changedNodes(): Iterable<string> {
+    return this.manual.drainCacheChanges();
   }
 }

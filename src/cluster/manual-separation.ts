@@ -11,7 +11,7 @@
  */
 import { FaultCounter, type CountedFault, type CounterState } from './fault-counter.js';
 import { JobFaultManager, type JobFault, type PassResult } from './job-fault-manager.js';
-import { decodeManualInfoData, ManualCache, type BadKey } from './manual-cache.js';
+import { decodeManualInfoData, ManualCache, type BadKey, type DevCmInfo, type NodeManualInfo } from './manual-cache.js';
 import { releaseMs, windowMs, type ManualSeparatePolicy } from './policy.js';
 
 /** Why a separation ended. */
@@ -45,6 +45,19 @@ export interface ManualSeparationState {
   jobs: JobFault[];
 }
 
+/**
+ * The persisted manual-separation state of one node: counter lists (`c`), pending job faults (`j`, see
+ * {@link JobFaultManager.nodePending}), the cache entry (`m`: `Total` in memory order, `Detail` as
+ * `[code, level, lastSeparateTime]`) and the `Total` of the last successful write of `clusterd-manual-info-cm`
+ * (`l`, §1.6 `LastCmInfo`). Absent members are empty.
+ */
+export interface NodeManualRecord {
+  c?: Record<string, Record<string, number[]>>;
+  j?: unknown[];
+  m?: { t: string[]; d: Record<string, [string, string, number][]> };
+  l?: string[];
+}
+
 /** Options. */
 export interface ManualSeparationOptions {
   /** RFC behaviour: faults on NPUs without a job go straight to the counter (default false = upstream). */
@@ -54,20 +67,122 @@ export interface ManualSeparationOptions {
 
 /** The manual-separation state machine. */
 export class ManualSeparation {
-  readonly jobs = new JobFaultManager();
-  readonly cache = new ManualCache();
+  readonly jobs: JobFaultManager;
+  readonly cache: ManualCache;
   readonly counter: FaultCounter;
   #policy: ManualSeparatePolicy | undefined;
   /** node → Total of the last successful write (§1.6 `LastCmInfo`) */
   #lastCmInfo = new Map<string, string[]>();
   readonly #o: ManualSeparationOptions;
+  /** nodes whose persisted record may have changed since the last {@link drainStateChanges} */
+  #stateTouched = new Set<string>();
+  /** nodes whose cache entry (so their surfaced markers, §1.8) may have changed since {@link drainCacheChanges} */
+  #cacheTouched = new Set<string>();
 
   constructor(options: ManualSeparationOptions = {}) {
     this.#o = options;
+    const touch = (node: string): void => void this.#stateTouched.add(node);
+    this.jobs = new JobFaultManager(touch);
+    this.cache = new ManualCache((node) => {
+      this.#stateTouched.add(node);
+      this.#cacheTouched.add(node);
+    });
     this.counter = new FaultCounter((f) => {
       const fresh = this.cache.addSeparateDev(f.node, f.dev, f.code, f.receivedTime); // §1.5: receive time
       this.#o.listener?.separated?.(f, fresh);
-    });
+    }, touch);
+  }
+
+  /** Nodes whose persisted record may have changed since the previous call. */
+  drainStateChanges(): Set<string> {
+    const out = this.#stateTouched;
+    this.#stateTouched = new Set();
+    return out;
+  }
+
+  /** Nodes whose cache entry may have changed since the previous call. */
+  drainCacheChanges(): Set<string> {
+    const out = this.#cacheTouched;
+    this.#cacheTouched = new Set();
+    return out;
+  }
+
+  #setLastCmInfo(next: Map<string, string[]>): void {
+    for (const n of this.#lastCmInfo.keys()) this.#stateTouched.add(n);
+    for (const n of next.keys()) this.#stateTouched.add(n);
+    this.#lastCmInfo = next;
+  }
+
+  /** The persisted record of one node, undefined when it has no manual-separation state. */
+  nodeRecord(node: string): NodeManualRecord | undefined {
+    const r: NodeManualRecord = {};
+    const c = this.counter.nodeState(node);
+    if (c !== undefined) r.c = c;
+    const j = this.jobs.nodePending(node);
+    if (j.length > 0) r.j = j;
+    const e = this.cache.entry(node);
+    if (e !== undefined) {
+      const d: Record<string, [string, string, number][]> = {};
+      for (const [dev, list] of e.Detail) d[dev] = list.map((x) => [x.FaultCode, x.FaultLevel, x.LastSeparateTime]);
+      r.m = { t: e.Total, d };
+    }
+    const l = this.#lastCmInfo.get(node);
+    if (l !== undefined) r.l = [...l];
+    return r.c === undefined && r.j === undefined && r.m === undefined && r.l === undefined ? undefined : r;
+  }
+
+  /**
+   * Restores persisted per-node records (issue [O] item 2) together with what `clusterd-manual-info-cm` holds now
+   * (`cm`, undefined when it could not be read). The cache and `LastCmInfo` come from the records; a device the
+   * ConfigMap lists that this center never wrote there (not in the node's `LastCmInfo`) is adopted as upstream's
+   * start-up load would (an operator's addition, or a write that landed after the last persisted state), so no
+   * separation is lost; a device the records have but the ConfigMap lacks is released at the next 15 s step if it
+   * was written (an operator removal made while the center was down), else kept (separated after the last write).
+   * Returns the problems of invalid record members and the unreadable keys of the ConfigMap.
+   */
+  restoreNodes(
+    records: ReadonlyMap<string, NodeManualRecord>,
+    nextSeq: number,
+    cm: Readonly<Record<string, string>> | null | undefined,
+  ): { problems: string[]; bad: BadKey[] } {
+    const problems: string[] = [];
+    const entries = new Map<string, NodeManualInfo>();
+    const last = new Map<string, string[]>();
+    const pending = new Map<string, unknown[]>();
+    this.counter.clear();
+    for (const [node, r] of records) {
+      if (r.c !== undefined) problems.push(...this.counter.restoreNode(node, r.c));
+      if (r.j !== undefined) {
+        if (Array.isArray(r.j)) pending.set(node, r.j);
+        else problems.push(`jobs of ${node} is not a list`);
+      }
+      if (r.m !== undefined) {
+        const e = decodeRecordEntry(r.m);
+        if (e === undefined) problems.push(`manual entry of ${node} is not {t, d}`);
+        else entries.set(node, e);
+      }
+      if (r.l !== undefined) {
+        if (Array.isArray(r.l) && r.l.every((d) => typeof d === 'string')) last.set(node, [...r.l]);
+        else problems.push(`LastCmInfo of ${node} is not a list of strings`);
+      }
+    }
+    problems.push(...this.jobs.restoreNodes(pending, nextSeq));
+    const { entries: cmEntries, bad } = decodeManualInfoData(cm);
+    for (const [node, e] of cmEntries) {
+      const written = last.get(node) ?? [];
+      for (const dev of e.Total) {
+        if (written.includes(dev)) continue;
+        let mine = entries.get(node);
+        if (mine === undefined) entries.set(node, (mine = { Total: [], Detail: new Map() }));
+        if (mine.Total.includes(dev)) continue;
+        mine.Total.push(dev);
+        const detail = e.Detail.get(dev);
+        if (detail !== undefined) mine.Detail.set(dev, detail);
+      }
+    }
+    this.cache.set(entries);
+    this.#setLastCmInfo(last);
+    return { problems, bad };
   }
 
   /** The active policy, undefined until one was loaded. */
@@ -102,7 +217,7 @@ export class ManualSeparation {
     this.jobs.clear();
     this.counter.clear();
     this.cache.clear();
-    this.#lastCmInfo = new Map();
+    this.#setLastCmInfo(new Map());
     return true;
   }
 
@@ -131,7 +246,7 @@ export class ManualSeparation {
   load(data: Readonly<Record<string, string>> | null | undefined): BadKey[] {
     const { entries, bad } = decodeManualInfoData(data);
     this.cache.set(entries);
-    this.#lastCmInfo = new Map([...entries].map(([n, e]) => [n, [...e.Total]]));
+    this.#setLastCmInfo(new Map([...entries].map(([n, e]) => [n, [...e.Total]])));
     return bad;
   }
 
@@ -184,11 +299,11 @@ export class ManualSeparation {
   /** Records a successful write or delete of the ConfigMap (sets `LastCmInfo`). */
   written(action: ManualCmAction): void {
     if (action.kind === 'delete') {
-      this.#lastCmInfo = new Map();
+      this.#setLastCmInfo(new Map());
       return;
     }
     const { entries } = decodeManualInfoData(action.data);
-    this.#lastCmInfo = new Map([...entries].map(([n, e]) => [n, [...e.Total]]));
+    this.#setLastCmInfo(new Map([...entries].map(([n, e]) => [n, [...e.Total]])));
   }
 
   /** The persisted state. */
@@ -200,4 +315,25 @@ export class ManualSeparation {
   restoreState(state: Partial<ManualSeparationState>): string[] {
     return [...this.counter.restore(state.counter ?? {}), ...this.jobs.restore(state.jobs ?? [])];
   }
+}
+
+/** A record's `m` member as a cache entry; undefined when it is not of that shape. */
+function decodeRecordEntry(m: unknown): NodeManualInfo | undefined {
+  if (typeof m !== 'object' || m === null) return undefined;
+  const { t, d } = m as { t?: unknown; d?: unknown };
+  if (!Array.isArray(t) || !t.every((x) => typeof x === 'string')) return undefined;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) return undefined;
+  const detail = new Map<string, DevCmInfo[]>();
+  for (const [dev, list] of Object.entries(d as Record<string, unknown>)) {
+    if (!Array.isArray(list)) return undefined;
+    const items: DevCmInfo[] = [];
+    for (const x of list) {
+      if (!Array.isArray(x) || typeof x[0] !== 'string' || typeof x[1] !== 'string' || !Number.isSafeInteger(x[2])) {
+        return undefined;
+      }
+      items.push({ FaultCode: x[0], FaultLevel: x[1], LastSeparateTime: x[2] as number });
+    }
+    detail.set(dev, items);
+  }
+  return { Total: [...t], Detail: detail };
 }

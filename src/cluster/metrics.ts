@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of the fault center (prom-client), registered on a registry passed in.
  */
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** The metric set. */
 export class FaultCenterMetrics {
@@ -15,6 +15,9 @@ export class FaultCenterMetrics {
   readonly cycles: Counter;
   readonly publishedWrites: Counter;
   readonly policyLoads: Counter<'result'>;
+  readonly cycleNodes: Counter;
+  readonly cycleSeconds: Histogram;
+  readonly stateWrites: Counter<'object' | 'result'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -61,6 +64,23 @@ export class FaultCenterMetrics {
     this.publishedWrites = new Counter({
       name: 'ascend_fault_center_published_writes_total',
       help: 'cluster-info-device ConfigMap writes.',
+      registers,
+    });
+    this.cycleNodes = new Counter({
+      name: 'ascend_fault_center_cycle_nodes_total',
+      help: 'Nodes re-processed by the processing cycles (only those whose inputs changed).',
+      registers,
+    });
+    this.cycleSeconds = new Histogram({
+      name: 'ascend_fault_center_cycle_seconds',
+      help: 'Duration of one processing cycle.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
+    this.stateWrites = new Counter({
+      name: 'ascend_fault_center_state_commits_total',
+      help: 'Commits of the persisted state: object head (one write) or base (compaction), result ok or refused.',
+      labelNames: ['object', 'result'],
       registers,
     });
     this.policyLoads = new Counter({

@@ -7,6 +7,7 @@
  */
 import type { FaultLevel } from '../faults/levels.js';
 import { goMap, goSha256Hex, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { childPath, GoDecoder, parseJsonText, type JsonNode, type ObjectFields } from '../core/json-text.js';
 
 /** Namespace of the ConfigMap (spec H.1). */
 export const DEVICE_INFO_NAMESPACE = 'kube-system';
@@ -183,26 +184,186 @@ export function checkCodeOf(deviceList: Readonly<Record<string, string>>, update
   return goSha256Hex(deviceInfoGo(deviceList, updateTimeSec));
 }
 
+/** A `DeviceInfoCfg` as ClusterD reads it (`ParseDeviceInfoCM`): Go zero values for absent or `null` members. */
+export interface DecodedDeviceInfoCfg {
+  /** `DeviceInfo.DeviceList`; `{}` for a `null` or absent list (Go: a nil map) */
+  readonly deviceList: Record<string, string>;
+  /** whether `DeviceList` was `null` or absent (it then hashes as `null`) */
+  readonly nilDeviceList: boolean;
+  readonly updateTime: number;
+  readonly superPodId: number;
+  readonly serverIndex: number;
+  readonly rackId: number;
+}
+
+/** Why a `DeviceInfoCfg` is refused: not decodable into ClusterD's struct, or a CheckCode that is empty or wrong. */
+export type DeviceInfoCfgProblem = 'malformed' | 'check-code';
+
+/** Result of {@link decodeDeviceInfoCfg}. */
+export type DeviceInfoCfgResult =
+  | { readonly ok: true; readonly value: DecodedDeviceInfoCfg }
+  | { readonly ok: false; readonly reason: DeviceInfoCfgProblem; readonly detail: string };
+
+const TOP_FIELDS = ['DeviceInfo', 'SuperPodID', 'ServerIndex', 'RackID', 'CheckCode'] as const;
+const INFO_FIELDS = ['DeviceList', 'UpdateTime'] as const;
+
+/** True when `o` has a key that matches one of `names` only case-insensitively (Go accepts it; JSON.parse does not). */
+function hasFoldedKey(o: object, names: readonly string[]): boolean {
+  for (const k of Object.keys(o)) {
+    const lower = k.toLowerCase();
+    if (names.some((n) => n !== k && n.toLowerCase() === lower)) return true;
+  }
+  return false;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /**
- * Verifies a `DeviceInfoCfg` text the way ClusterD does: decode, re-serialise `DeviceInfo`, hash, compare.
- * Returns false for text that does not decode into the expected shape.
+ * Decodes and verifies a `DeviceInfoCfg` text the way ClusterD does (`ParseDeviceInfoCM`: `json.Unmarshal` into its
+ * struct, then `EqualDataHash`): re-serialise `DeviceInfo` as Go does, hash, compare with `CheckCode`. Go's zero
+ * values apply, so a `DeviceList` that is `null` (or absent) is a nil map that serialises as `null`: the text
+ * `{"DeviceInfo":{"DeviceList":null,"UpdateTime":0},"CheckCode":"<sha256 of {"DeviceList":null,"UpdateTime":0}>"}`
+ * is valid, as in ClusterD's own tests. Member names match case-insensitively, as in Go. Every refusal names its
+ * cause: `malformed` (not JSON, or a member of the wrong type, with its path) or `check-code` (empty or not matching).
  */
-export function verifyDeviceInfoCfg(text: string): boolean {
+export function decodeDeviceInfoCfg(text: string): DeviceInfoCfgResult {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
-  } catch {
-    return false;
+  } catch (e) {
+    return { ok: false, reason: 'malformed', detail: `not JSON: ${(e as Error).message}` };
   }
-  if (typeof parsed !== 'object' || parsed === null) return false;
-  const { DeviceInfo, CheckCode } = parsed as { DeviceInfo?: unknown; CheckCode?: unknown };
-  if (typeof DeviceInfo !== 'object' || DeviceInfo === null || typeof CheckCode !== 'string') return false;
-  const { DeviceList, UpdateTime } = DeviceInfo as { DeviceList?: unknown; UpdateTime?: unknown };
-  if (typeof UpdateTime !== 'number' || !Number.isSafeInteger(UpdateTime)) return false;
-  if (typeof DeviceList !== 'object' || DeviceList === null) return false;
-  const list = DeviceList as Record<string, unknown>;
-  if (Object.values(list).some((v) => typeof v !== 'string')) return false;
-  return checkCodeOf(list as Record<string, string>, UpdateTime) === CheckCode;
+  const bad = (detail: string): DeviceInfoCfgResult => ({ ok: false, reason: 'malformed', detail });
+  // Go decodes the top-level null into the zero struct: an empty CheckCode, refused below
+  const top = parsed === null ? {} : parsed;
+  if (!isPlainObject(top)) return bad(`not a JSON object but ${Array.isArray(top) ? 'an array' : typeof top}`);
+  if (hasFoldedKey(top, TOP_FIELDS)) return decodeFolded(text);
+  const info = top.DeviceInfo ?? {};
+  if (!isPlainObject(info)) return bad('DeviceInfo is not an object');
+  if (hasFoldedKey(info, INFO_FIELDS)) return decodeFolded(text);
+  const rawList = info.DeviceList ?? null;
+  if (rawList !== null && !isPlainObject(rawList)) return bad('DeviceInfo.DeviceList is not an object of strings');
+  const entries = Object.entries(rawList ?? {});
+  for (const [k, v] of entries) {
+    // Go stores a null element of a map[string]string as ""
+    if (v !== null && typeof v !== 'string') return bad(`DeviceInfo.DeviceList[${JSON.stringify(k)}] is not a string`);
+  }
+  // fromEntries, not assignment: a key such as "__proto__" stays an ordinary key
+  const deviceList = Object.fromEntries(entries.map(([k, v]) => [k, (v as string | null) ?? ''])) as Record<
+    string,
+    string
+  >;
+  const ints: Record<string, number> = {};
+  for (const [path, v] of [
+    ['DeviceInfo.UpdateTime', info.UpdateTime],
+    ['SuperPodID', top.SuperPodID],
+    ['ServerIndex', top.ServerIndex],
+    ['RackID', top.RackID],
+  ] as const) {
+    if (v === undefined || v === null) ints[path] = 0;
+    else if (typeof v === 'number' && Number.isSafeInteger(v)) ints[path] = v;
+    else return bad(`${path} is not an integer`);
+  }
+  // JSON.parse reads 1e3 and 1000.0 as integers; Go's int64 does not: those texts take the exact decoder
+  if (info.UpdateTime !== undefined && info.UpdateTime !== null && !/"UpdateTime"\s*:\s*-?\d+\s*[,}]/.test(text)) {
+    return decodeFolded(text);
+  }
+  const checkCode = top.CheckCode ?? '';
+  if (typeof checkCode !== 'string') return bad('CheckCode is not a string');
+  return verified(
+    {
+      deviceList,
+      nilDeviceList: rawList === null,
+      updateTime: ints['DeviceInfo.UpdateTime']!,
+      superPodId: ints.SuperPodID!,
+      serverIndex: ints.ServerIndex!,
+      rackId: ints.RackID!,
+    },
+    checkCode,
+  );
+}
+
+/** The CheckCode comparison of a decoded text (ClusterD `EqualDataHash`: an empty code never matches). */
+function verified(value: DecodedDeviceInfoCfg, checkCode: string): DeviceInfoCfgResult {
+  if (checkCode === '') return { ok: false, reason: 'check-code', detail: 'CheckCode is empty' };
+  const hash = goSha256Hex(
+    goStruct([
+      ['DeviceList', goMap(value.nilDeviceList ? null : value.deviceList)],
+      ['UpdateTime', value.updateTime],
+    ]),
+  );
+  if (hash !== checkCode) {
+    return {
+      ok: false,
+      reason: 'check-code',
+      detail: 'CheckCode is not the SHA-256 of the Go serialisation of DeviceInfo',
+    };
+  }
+  return { ok: true, value };
+}
+
+/** The exact (slower) decoder, for texts with member names in other cases or numbers JSON.parse reads loosely. */
+function decodeFolded(text: string): DeviceInfoCfgResult {
+  let root: JsonNode;
+  try {
+    root = parseJsonText(text);
+  } catch (e) {
+    return { ok: false, reason: 'malformed', detail: `not JSON: ${(e as Error).message}` };
+  }
+  const d = new GoDecoder();
+  const top = d.fields(root, '$', TOP_FIELDS);
+  const infoFields = top?.decode('DeviceInfo', '$', (n, p) => d.fields(n, p, INFO_FIELDS));
+  let nil = true;
+  const deviceList = new Map<string, string>();
+  infoFields?.decode('DeviceList', '$.DeviceInfo', (n, p) => {
+    if (n.t === 'null') {
+      // Go: null makes the map nil again
+      nil = true;
+      deviceList.clear();
+      return undefined;
+    }
+    if (n.t !== 'obj') {
+      d.typeProblems.push({ path: p, value: n.t, expected: 'object of strings' });
+      return undefined;
+    }
+    nil = false;
+    for (const [k, v] of n.entries) {
+      const s = v.t === 'null' ? '' : d.string(v, childPath(p, k));
+      if (s !== undefined) deviceList.set(k, s);
+    }
+    return true;
+  });
+  const int = (f: ObjectFields | undefined, name: string, parent: string): number =>
+    f?.decode(name, parent, (n, p) => {
+      const v = d.int64(n, p);
+      if (v !== undefined && !Number.isSafeInteger(v)) {
+        d.typeProblems.push({ path: p, value: String(v), expected: 'an integer within ±2^53' });
+        return undefined;
+      }
+      return v;
+    }) ?? 0;
+  const updateTime = int(infoFields, 'UpdateTime', '$.DeviceInfo');
+  const superPodId = int(top, 'SuperPodID', '$');
+  const serverIndex = int(top, 'ServerIndex', '$');
+  const rackId = int(top, 'RackID', '$');
+  const checkCode = top?.decode('CheckCode', '$', (n, p) => d.string(n, p)) ?? '';
+  const problem = d.typeProblems[0];
+  if (problem !== undefined) {
+    return { ok: false, reason: 'malformed', detail: `${problem.path} is ${problem.value}, not ${problem.expected}` };
+  }
+  return verified(
+    { deviceList: Object.fromEntries(deviceList), nilDeviceList: nil, updateTime, superPodId, serverIndex, rackId },
+    checkCode,
+  );
+}
+
+/**
+ * Verifies a `DeviceInfoCfg` text the way ClusterD does ({@link decodeDeviceInfoCfg}): true when it decodes and
+ * its CheckCode matches.
+ */
+export function verifyDeviceInfoCfg(text: string): boolean {
+  return decodeDeviceInfoCfg(text).ok;
 }
 
 /** The DeviceList map (spec H.3): previous keys kept, virtual types dropped, this cycle's keys filled. */

@@ -62,7 +62,7 @@ describe('0.3 published view', () => {
 
   test('0.3 a node value has Go field order and CmName', () => {
     expect(publishedNodeJson(view('node-1'))).toBe(
-      '{"DeviceList":{"huawei.com/Ascend910":"Ascend910-0","huawei.com/Ascend910-Fault":"[]"},"UpdateTime":5,"CmName":"mindx-dl-deviceinfo-node-1","SuperPodID":-2,"RackID":-2,"ServerIndex":-2}',
+      '{"DeviceList":{"huawei.com/Ascend910":"Ascend910-0","huawei.com/Ascend910-Fault":"[]","huawei.com/Ascend910-NetworkUnhealthy":"","huawei.com/Ascend910-Recovering":"","huawei.com/Ascend910-Unhealthy":""},"UpdateTime":5,"CmName":"mindx-dl-deviceinfo-node-1","SuperPodID":-2,"RackID":-2,"ServerIndex":-2}',
     );
   });
 

@@ -109,6 +109,21 @@ describe('fault center against the stand-in', () => {
     expect(published()).not.toContain('node-2');
   });
 
+  test('issue [O] bad input: a device-info ConfigMap refused for its CheckCode is counted once however often it is rewritten, and other nodes keep flowing', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-2', [], { tamper: true }));
+    const a = center('a');
+    await until(() => a.ready, 'ready');
+    for (let i = 0; i < 3; i++) {
+      const bad = deviceInfoCm('node-2', [], { tamper: true, updateTime: 1772359300 + i });
+      api.store.update(CONFIGMAPS, 'kube-system', bad.metadata.name, bad);
+    }
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    await until(() => published().includes('node-1'), 'published node-1');
+    const m = await a.metrics.rejectedInputs.get();
+    expect(m.values.map((v) => [v.labels.reason, v.value])).toEqual([['check-code', 1]]);
+  });
+
   test('1.7 a hardware fault at threshold 1 separates, writes clusterd-manual-info-cm and publishes the marker', async () => {
     seed();
     api.store.create(
@@ -141,6 +156,33 @@ describe('fault center against the stand-in', () => {
     api.setAvailable(true);
     await until(() => published().includes('node-2'), 'node-2 published after the outage', 20_000);
     expect(JSON.parse(published())['mindx-dl-deviceinfo-node-2'].CmName).toBe('mindx-dl-deviceinfo-node-2');
+  }, 30_000);
+
+  test('issue [O] 1 a chunk whose nodes change every 100 ms is written at most once per chunkMinIntervalMs, and its last value arrives', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    const intervalMs = 1500;
+    center('a', { timings: { chunkMinIntervalMs: intervalMs } });
+    await until(() => published().includes('node-1'), 'published node-1');
+    const name = 'cluster-info-device-0';
+    const writes = () => api.writeCount({ resource: 'configmaps', namespace: 'mindx-dl', name });
+    const before = writes();
+    const started = Date.now();
+    let last = 0;
+    for (let i = 1; i <= 30; i++) {
+      last = 1772359300 + i;
+      const c = deviceInfoCm('node-1', [], { updateTime: last });
+      api.store.update(CONFIGMAPS, 'kube-system', c.metadata.name, c);
+      await sleep(100);
+    }
+    await until(
+      () => JSON.parse(published() || '{}')['mindx-dl-deviceinfo-node-1']?.UpdateTime === last,
+      'the last update published',
+    );
+    // one write per interval of the time taken (however slow the machine), plus the first and a forced rewrite
+    const bound = Math.ceil((Date.now() - started) / intervalMs) + 2;
+    expect(writes() - before).toBeLessThanOrEqual(bound);
+    expect(writes() - before).toBeGreaterThan(0);
   }, 30_000);
 
   test('1.2 an invalid policy edit is rejected with an Event naming the key, previous policy kept', async () => {

@@ -106,3 +106,45 @@ export function policyText(o: { enabled?: string; window?: string; threshold?: s
     '',
   ].join('\n');
 }
+
+/** The five DeviceList keys ClusterD writes for every node and Volcano reads (issue [O] item 6). */
+export function clusterInfoKeys(deviceType: string): string[] {
+  const base = `huawei.com/${deviceType}`;
+  return [base, `${base}-Fault`, `${base}-NetworkUnhealthy`, `${base}-Recovering`, `${base}-Unhealthy`];
+}
+
+/**
+ * A reader of `cluster-info-device-<m>` values that follows the upstream readers' parsing (Volcano's Ascend
+ * plugin and ClusterD's consumers): every chunk's value is a JSON map of `mindx-dl-deviceinfo-<node>` →
+ * `{DeviceList, UpdateTime, CmName, SuperPodID, RackID, ServerIndex}`, merged across chunks; per node each of the
+ * five keys is looked up and a missing one is a "don't have key" warning; keys beyond the five are reported too.
+ */
+export function readClusterInfo(values: readonly string[]): {
+  nodes: Map<string, { DeviceList: Record<string, string>; UpdateTime: number; CmName: string }>;
+  warnings: string[];
+  extraKeys: string[];
+  duplicates: string[];
+} {
+  const nodes = new Map<string, { DeviceList: Record<string, string>; UpdateTime: number; CmName: string }>();
+  const warnings: string[] = [];
+  const extraKeys: string[] = [];
+  const duplicates: string[] = [];
+  for (const value of values) {
+    const map = JSON.parse(value) as Record<
+      string,
+      { DeviceList: Record<string, string>; UpdateTime: number; CmName: string }
+    >;
+    for (const [cmName, info] of Object.entries(map)) {
+      if (nodes.has(cmName)) duplicates.push(cmName);
+      nodes.set(cmName, info);
+      const keys = Object.keys(info.DeviceList ?? {});
+      const type = keys.includes('huawei.com/npu')
+        ? 'npu'
+        : (['Ascend910', 'Ascend310P', 'Ascend310'].find((t) => keys.some((k) => k.includes(t))) ?? 'npu');
+      const wanted = clusterInfoKeys(type);
+      for (const k of wanted) if (!(k in (info.DeviceList ?? {}))) warnings.push(`${cmName} don't have key ${k}`);
+      for (const k of keys) if (!wanted.includes(k)) extraKeys.push(`${cmName}: ${k}`);
+    }
+  }
+  return { nodes, warnings, extraKeys, duplicates };
+}

@@ -55,6 +55,8 @@ export class PublicFaultCache {
   #version = 0;
   /** per node: {@link PublicFaultCache.version} at its last change */
   readonly #nodeVersions = new Map<string, number>();
+  /** nodes changed since the last {@link drainChangedNodes} */
+  #changed = new Set<string>();
 
   constructor(options: PublicFaultCacheOptions = {}) {
     this.cap = options.cap ?? PUBLIC_FAULT_CAP;
@@ -79,6 +81,16 @@ export class PublicFaultCache {
     return this.#nodeVersions.get(node);
   }
 
+  /**
+   * The nodes whose entries changed since the previous call (the processing centre re-processes only those,
+   * issue [O] item 1).
+   */
+  drainChangedNodes(): Set<string> {
+    const out = this.#changed;
+    this.#changed = new Set();
+    return out;
+  }
+
   /** Deletes waiting in the queue. */
   get pendingDeletes(): number {
     return this.#queue.length - this.#head;
@@ -96,6 +108,11 @@ export class PublicFaultCache {
   /** The entries of one node, in insertion order (empty when none). */
   byNode(node: string): ReadonlyMap<string, PublicFaultRecord> {
     return this.#nodes.get(node) ?? new Map();
+  }
+
+  /** Number of nodes with at least one entry. */
+  get nodeCount(): number {
+    return this.#nodes.size;
   }
 
   /** Nodes with at least one entry. */
@@ -127,6 +144,7 @@ export class PublicFaultCache {
     );
     this.#size++;
     this.#nodeVersions.set(node, ++this.#version);
+    this.#changed.add(node);
     return 'added';
   }
 
@@ -136,6 +154,7 @@ export class PublicFaultCache {
     if (m === undefined || !m.delete(key)) return false;
     this.#size--;
     this.#version++;
+    this.#changed.add(node);
     if (m.size === 0) {
       this.#nodes.delete(node);
       this.#nodeVersions.delete(node);

@@ -35,6 +35,8 @@ export class PublicFaultConfigMapSource {
   readonly #o: PublicFaultConfigMapSourceOptions;
   /** whether the last seen content of each ConfigMap parsed (for §2.1 "old object fails to parse") */
   readonly #lastParsed = new Map<string, boolean>();
+  /** the reason each ConfigMap is refused for now: a refusal is counted and logged once per object and reason */
+  readonly #refused = new Map<string, string>();
   #informer: RunningInformer | undefined;
 
   constructor(options: PublicFaultConfigMapSourceOptions) {
@@ -61,22 +63,34 @@ export class PublicFaultConfigMapSource {
     this.#lastParsed.set(ref, parsed.ok);
     if (event === 'update' && oldParsed === false) {
       // §2.1: upstream ignores an update whose old object failed to parse, even when the new one is valid
-      this.#o.metrics.rejection('configmap', 'previous-version-unparsable');
-      this.#o.logger.warn(
-        { configMap: ref, reason: 'previous-version-unparsable' },
-        'public fault ConfigMap update ignored: its previous version did not parse (re-create it to resubmit)',
-      );
+      if (this.#firstRefusal(ref, 'previous-version-unparsable')) {
+        this.#o.metrics.rejection('configmap', 'previous-version-unparsable');
+        this.#o.logger.warn(
+          { configMap: ref, reason: 'previous-version-unparsable' },
+          'public fault ConfigMap update ignored: its previous version did not parse (re-create it to resubmit)',
+        );
+      }
       return;
     }
     if (!parsed.ok) {
-      this.#o.metrics.rejection('configmap', parsed.reason);
-      this.#o.logger.warn(
-        { configMap: ref, reason: parsed.reason },
-        `public fault ConfigMap ignored: ${parsed.detail}`,
-      );
+      if (this.#firstRefusal(ref, parsed.reason)) {
+        this.#o.metrics.rejection('configmap', parsed.reason);
+        this.#o.logger.warn(
+          { configMap: ref, reason: parsed.reason },
+          `public fault ConfigMap ignored: ${parsed.detail}`,
+        );
+      }
       return;
     }
+    this.#refused.delete(ref);
     this.#o.collect(parsed.msg, 'configmap', ref);
+  }
+
+  /** True the first time `ref` is refused for `reason` (until it is accepted or deleted). */
+  #firstRefusal(ref: string, reason: string): boolean {
+    if (this.#refused.get(ref) === reason) return false;
+    this.#refused.set(ref, reason);
+    return true;
   }
 
   /** Lists (every existing ConfigMap arrives as an Add) and watches. */
@@ -90,7 +104,11 @@ export class PublicFaultConfigMapSource {
         add: (cm) => this.#submit(cm, 'add'),
         update: (cm) => this.#submit(cm, 'update'),
         // §2.1: deleting the ConfigMap does not clear its faults
-        delete: (cm) => void this.#lastParsed.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`),
+        delete: (cm) => {
+          const ref = `${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`;
+          this.#lastParsed.delete(ref);
+          this.#refused.delete(ref);
+        },
       },
       this.#o.logger,
       { labelSelector: PUBLIC_FAULT_SELECTOR, ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}) },

@@ -12,7 +12,7 @@ export interface PublicFaultMetrics {
   rejection(source: PublicFaultSource, reason: string): void;
   droppedFault(reason: string, count?: number): void;
   configReload(result: 'ok' | 'error'): void;
-  persistence(operation: 'write' | 'patch' | 'restore', result: 'ok' | 'error'): void;
+  persistence(operation: 'write' | 'patch' | 'create' | 'restore', result: 'ok' | 'error'): void;
 }
 
 export const noopPublicFaultMetrics: PublicFaultMetrics = {

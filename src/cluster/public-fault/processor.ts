@@ -236,19 +236,34 @@ export class PubFaultProcessor implements DeviceViewProcessor {
     return { ...this.#stats };
   }
 
+  /** The nodes whose records changed since the previous call (their memos of nodes that left the store go too). */
+  changedNodes(): Iterable<string> {
+    const changed = this.#cache.drainChangedNodes();
+    for (const node of changed) if (this.#cache.nodeVersion(node) === undefined) this.#memo.delete(node);
+    return changed;
+  }
+
   process(views: Map<string, NodeDeviceView>, nowMs: number): void {
     if (this.#cache.size === 0) {
       this.#memo.clear();
       return;
     }
     this.#stats.passes++;
-    // memos of nodes that have left the store
-    for (const node of this.#memo.keys()) if (this.#cache.nodeVersion(node) === undefined) this.#memo.delete(node);
-    for (const node of this.#cache.nodes()) {
+    // the views given (the nodes to re-process), or the store's nodes when those are fewer
+    const byViews = views.size <= this.#cache.nodeCount;
+    if (!byViews) {
+      // memos of nodes that have left the store (also dropped by changedNodes, when the centre asks for them)
+      for (const node of this.#memo.keys()) if (this.#cache.nodeVersion(node) === undefined) this.#memo.delete(node);
+    }
+    for (const node of byViews ? views.keys() : this.#cache.nodes()) {
       const view = views.get(node);
       // §2.8: faults of nodes without a device view are stored but not shown
       if (view === undefined) continue;
-      const version = this.#cache.nodeVersion(node)!;
+      const version = this.#cache.nodeVersion(node);
+      if (version === undefined) {
+        this.#memo.delete(node);
+        continue;
+      }
       const memo = this.#memo.get(node);
       let added: boolean;
       if (memo !== undefined && fits(memo, version, view)) {

@@ -15,6 +15,7 @@ import {
   STATISTICS_NAME,
   statisticsContent,
   StatisticsCorruptError,
+  countOnlyCreateData,
   type RestoreResult,
 } from './statistics.js';
 
@@ -90,10 +91,10 @@ export class StatisticsWriter {
         metrics.persistence('patch', 'ok');
         return true;
       } catch (e) {
+        if (httpStatus(e) === 404) return this.#createCountOnly(content.data);
         metrics.persistence('patch', 'error');
-        // §2.10: upstream cannot patch a missing ConfigMap either; it appears with the next normal write
         logger.error({ configMap: `${namespace}/${STATISTICS_NAME}`, err: String(e) }, 'public fault count not saved');
-        return httpStatus(e) === 404;
+        return false;
       }
     }
     const body: k8s.V1ConfigMap = {
@@ -115,6 +116,29 @@ export class StatisticsWriter {
         { configMap: `${namespace}/${STATISTICS_NAME}`, err: String(e) },
         'public faults not saved; retrying',
       );
+      return false;
+    }
+  }
+
+  /**
+   * Issue [O] item 3: above 4,500 entries upstream only merge-patches the count, which fails (404) when the
+   * ConfigMap was never created; it is created here with the count, the description and no detail.
+   */
+  async #createCountOnly(patch: Record<string, string>): Promise<boolean> {
+    const { namespace, logger, metrics } = this.#o;
+    const body: k8s.V1ConfigMap = {
+      metadata: { name: STATISTICS_NAME, namespace, labels: { [STATISTICS_LABEL]: 'true' } },
+      data: countOnlyCreateData(patch),
+    };
+    try {
+      await this.#core.createNamespacedConfigMap({ namespace, body });
+      metrics.persistence('create', 'ok');
+      logger.info({ configMap: `${namespace}/${STATISTICS_NAME}` }, 'statistic-fault-info created with the count only');
+      return true;
+    } catch (e) {
+      metrics.persistence('create', 'error');
+      logger.error({ configMap: `${namespace}/${STATISTICS_NAME}`, err: String(e) }, 'public fault count not saved');
+      // created by someone else meanwhile: the next attempt patches it
       return false;
     }
   }

@@ -13,6 +13,11 @@ export const KEY_FAULT_NUM = 'FaultNum';
 export const KEY_DESCRIPTION = 'Description';
 /** Above this many entries only the count is written (§2.10). */
 export const DETAIL_LIMIT = 4500;
+/**
+ * A full write larger than this (long fault ids and device lists can take 4,500 entries over the 1 MiB ConfigMap
+ * limit) is replaced by the count-only form too, instead of being refused by the API server (upstream: 422).
+ */
+export const STATISTICS_MAX_BYTES = 900 * 1024;
 export const TOO_MANY_DESCRIPTION =
   'The current total number of faults is too large, and only a portion of the detailed fault data is displayed';
 
@@ -26,11 +31,13 @@ function faultNum(n: number): string {
   return marshalGo(goStruct([['publicFaultNum', n]]));
 }
 
-/** §2.10 "Content of a normal write", or the patch above 4500 entries. */
-export function statisticsContent(cache: PublicFaultCache): StatisticsContent {
-  if (cache.size > DETAIL_LIMIT) {
-    return { kind: 'patch', data: { [KEY_FAULT_NUM]: faultNum(cache.size), [KEY_DESCRIPTION]: TOO_MANY_DESCRIPTION } };
-  }
+/** §2.10 "Content of a normal write", or the patch above 4500 entries (or above {@link STATISTICS_MAX_BYTES}). */
+export function statisticsContent(cache: PublicFaultCache, maxBytes = STATISTICS_MAX_BYTES): StatisticsContent {
+  const countOnly: StatisticsContent = {
+    kind: 'patch',
+    data: { [KEY_FAULT_NUM]: faultNum(cache.size), [KEY_DESCRIPTION]: TOO_MANY_DESCRIPTION },
+  };
+  if (cache.size > DETAIL_LIMIT) return countOnly;
   const nodes = new Map<string, GoValue[]>();
   for (const [node, , r] of cache.entries()) {
     const list = nodes.get(node) ?? [];
@@ -48,10 +55,21 @@ export function statisticsContent(cache: PublicFaultCache): StatisticsContent {
     nodes.set(node, list);
   }
   const byNode = new Map<string, GoValue>([...nodes].map(([n, l]) => [n, goSlice(l)]));
+  const publicFaults = marshalGo(goMap(byNode));
+  if (Buffer.byteLength(publicFaults) > maxBytes) return countOnly;
   return {
     kind: 'replace',
-    data: { [KEY_PUBLIC_FAULTS]: marshalGo(goMap(byNode)), [KEY_FAULT_NUM]: faultNum(cache.size) },
+    data: { [KEY_PUBLIC_FAULTS]: publicFaults, [KEY_FAULT_NUM]: faultNum(cache.size) },
   };
+}
+
+/**
+ * The ConfigMap created when the count-only patch finds none (issue [O] item 3; upstream's patch then fails with
+ * 404 and nothing is saved): the count, the description, and `PublicFaults` as `{}` — the patch form keeps
+ * `PublicFaults` as it was, and there was none.
+ */
+export function countOnlyCreateData(patch: Readonly<Record<string, string>>): Record<string, string> {
+  return { [KEY_PUBLIC_FAULTS]: '{}', ...patch };
 }
 
 /** The stored `PublicFaults` value cannot be used at all. */

@@ -150,4 +150,33 @@ describe('§2.1 ConfigMap entry point', () => {
     await until(() => reasons.length > 0);
     expect(reasons).toEqual(['too-large']);
   });
+
+  test('issue [O] bad input: an unparsable ConfigMap at 1 MiB is counted and logged once, however often it is written', async () => {
+    await startSource();
+    // the largest value the API server stores (1 MiB with the key), not JSON
+    const big = '{"id":'.padEnd(1024 * 1024 - 'PublicFault'.length, ' ');
+    await core.createNamespacedConfigMap({ namespace: 'default', body: cm('big', big) });
+    for (let i = 0; i < 3; i++) {
+      const body = cm('big', big);
+      body.metadata!.annotations = { rev: String(i) };
+      await core.replaceNamespacedConfigMap({ name: 'big', namespace: 'default', body });
+    }
+    await barrier(6);
+    // §2.1: the updates are refused for their unparsable old version: one more reason, logged once too
+    const logged = logger.lines.filter((l) => l.msg.startsWith('public fault ConfigMap')).length;
+    expect([reasons, logged]).toEqual([['unparsable', 'previous-version-unparsable'], 2]);
+  });
+
+  test('issue [O] bad input: a refused ConfigMap made valid is collected, and a new refusal is logged again', async () => {
+    await startSource();
+    await core.createNamespacedConfigMap({ namespace: 'default', body: cm('c', '{"id":') });
+    await core.replaceNamespacedConfigMap({ name: 'c', namespace: 'default', body: cm('c', msg('msg-valid-1')) });
+    await core.replaceNamespacedConfigMap({ name: 'c', namespace: 'default', body: cm('c', msg('msg-valid-2')) });
+    await core.replaceNamespacedConfigMap({ name: 'c', namespace: 'default', body: cm('c', '{"id":') });
+    await barrier(7);
+    expect([got.map((g) => g.id), reasons]).toEqual([
+      ['msg-valid-2', 'barrier-7'],
+      ['unparsable', 'previous-version-unparsable', 'unparsable'],
+    ]);
+  });
 });

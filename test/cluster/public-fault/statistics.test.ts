@@ -58,6 +58,20 @@ describe('§2.10 statistic-fault-info content', () => {
     expect(statisticsContent(withEntries(4500)).kind).toBe('replace');
   });
 
+  test('issue [O] 3: 4500 entries whose detail would take the ConfigMap over 900 KiB are written as the count only', () => {
+    const c = new PublicFaultCache();
+    const id = 'x'.repeat(120);
+    for (let i = 0; i < 4500; i++) {
+      c.insert(
+        `node-${i}`,
+        `CCAE${id}${i}`,
+        rec({ faultId: `${id}${i}`, devIds: Array.from({ length: 32 }, (_, d) => d) }),
+        S,
+      );
+    }
+    expect(statisticsContent(c).kind).toBe('patch');
+  });
+
   test('§2.10 above 4500 entries only the count and the description are patched', () => {
     expect(statisticsContent(withEntries(4501))).toEqual({
       kind: 'patch',
@@ -205,12 +219,27 @@ describe('§2.10 persistence through the API server', () => {
     expect(Object.keys((await read()).data ?? {}).sort()).toEqual(['FaultNum', 'PublicFaults']);
   });
 
-  test('§2.10 above 4500 entries with no ConfigMap yet, the patch fails and is logged', async () => {
+  test('issue [O] 3: above 4500 entries with no ConfigMap yet, it is created with the count, the description and no detail', async () => {
     const w = writer(withEntries(4501));
     w.notify();
     await w.flush();
-    await expect(read()).rejects.toMatchObject({ code: 404 });
-    expect(logger.lines.some((l) => l.level === 'error' && l.msg === 'public fault count not saved')).toBe(true);
+    const cm = await read();
+    expect([cm.metadata?.labels, cm.data]).toEqual([
+      { 'mc-statistic-fault': 'true' },
+      { PublicFaults: '{}', FaultNum: '{"publicFaultNum":4501}', Description: TOO_MANY_DESCRIPTION },
+    ]);
+  });
+
+  test('issue [O] 3: 50,000 entries (the cap): the ConfigMap is created, then patched as the count changes', async () => {
+    const c = new PublicFaultCache();
+    for (let i = 0; i < 50_000; i++) c.insert(`node-${i % 10_000}`, `CCAEf-${i}`, rec({ faultId: `f-${i}` }), S);
+    const w = writer(c);
+    w.notify();
+    await w.flush();
+    c.delete('node-0', 'CCAEf-0');
+    w.notify();
+    await w.flush();
+    expect((await read()).data?.FaultNum).toBe('{"publicFaultNum":49999}');
   });
 
   test('§2.10 a missing ConfigMap restores nothing, quietly', async () => {

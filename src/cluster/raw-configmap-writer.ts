@@ -1,0 +1,207 @@
+/**
+ * A ConfigMap writer for large, often written objects (issue [O] item 1): the `cluster-info-device-<m>` chunks
+ * (about 800 KiB each, dozens at 10,000 nodes, all rewritten by §0.3's full rewrite after 5 s without a write)
+ * and the state objects. The request body is serialised once per content and sent as bytes; the answer's body (the object as
+ * stored, as large again) is read and dropped instead of being parsed and mapped into client-node models, which
+ * took most of the center's CPU at 10,000 nodes. Authentication is client-node's (`applyToHTTPSOptions` on every
+ * request, so rotated tokens are used); connections are kept alive. Errors carry the HTTP status as `code`, as
+ * client-node's do ({@link statusOf}), with the API server's message.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type * as k8s from '@kubernetes/client-node';
+import type { ConfigMapBody } from '../kube/configmap-writer.js';
+import type { ObjectWriter } from '../kube/write-queue.js';
+
+/**
+ * A ConfigMap whose JSON body is ready to send, as the byte pieces that make it up in order (a chunk's body is its
+ * members' escaped bytes between the metadata's: sent as they are, without copying them into one buffer).
+ */
+export interface PreparedConfigMap {
+  readonly name: string;
+  readonly namespace: string;
+  readonly body: readonly Buffer[];
+}
+
+/** Byte length of a prepared body. */
+export function bodyLength(body: readonly Buffer[]): number {
+  let n = 0;
+  for (const b of body) n += b.length;
+  return n;
+}
+
+/** Whether two lists of byte pieces hold the same bytes, however they are split. */
+export function sameBytes(a: readonly Buffer[], b: readonly Buffer[]): boolean {
+  if (bodyLength(a) !== bodyLength(b)) return false;
+  let i = 0;
+  let j = 0;
+  let ai = 0;
+  let bj = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i]!;
+    const y = b[j]!;
+    const n = Math.min(x.length - ai, y.length - bj);
+    if (n > 0 && (x !== y || ai !== bj) && x.compare(y, bj, bj + n, ai, ai + n) !== 0) return false;
+    ai += n;
+    bj += n;
+    if (ai === x.length) [i, ai] = [i + 1, 0];
+    if (bj === y.length) [j, bj] = [j + 1, 0];
+  }
+  return true;
+}
+
+/** Serialises a ConfigMap once. */
+export function prepareConfigMap(cm: ConfigMapBody): PreparedConfigMap {
+  return {
+    name: cm.metadata.name,
+    namespace: cm.metadata.namespace,
+    body: [Buffer.from(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', ...cm }))],
+  };
+}
+
+/**
+ * A ConfigMap of one data key whose value is given already escaped as JSON string content (see
+ * `ClusterInfoChunks.escapedParts`): the body is the metadata's JSON around the value's pieces, without building,
+ * escaping or copying the value again (issue [O] item 1: at 10,000 nodes, 34 chunks of 800 KiB; copying each value
+ * into one buffer, twice per write, allocated ≈ 50 MB/s while every chunk changed every second).
+ */
+export function prepareEscapedConfigMap(
+  metadata: ConfigMapBody['metadata'],
+  key: string,
+  escapedValue: readonly Buffer[],
+): PreparedConfigMap {
+  const json = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { [key]: '' } });
+  // json ends with the empty value's closing quote and the two closing braces: `"}}`
+  const open = json.length - 3;
+  return {
+    name: metadata.name,
+    namespace: metadata.namespace,
+    body: [Buffer.from(json.slice(0, open)), ...escapedValue, Buffer.from(json.slice(open))],
+  };
+}
+
+/** An API answer other than 2xx, or a request that failed. */
+export class RawWriteError extends Error {
+  override name = 'RawWriteError';
+  constructor(
+    message: string,
+    /** HTTP status; undefined for a network error or a timeout */
+    readonly code: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** Largest error body read for its message. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+/** Writes prepared ConfigMaps (update = PUT, create = POST). */
+export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
+  readonly #kc: k8s.KubeConfig;
+  readonly #timeoutMs: number;
+  #agent: http.Agent | undefined;
+
+  constructor(kubeConfig: k8s.KubeConfig, timeoutMs = 30_000) {
+    this.#kc = kubeConfig;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  update(cm: PreparedConfigMap): Promise<void> {
+    return this.#send(
+      'PUT',
+      `/api/v1/namespaces/${encodeURIComponent(cm.namespace)}/configmaps/${encodeURIComponent(cm.name)}`,
+      cm.body,
+    );
+  }
+
+  create(cm: PreparedConfigMap): Promise<void> {
+    return this.#send('POST', `/api/v1/namespaces/${encodeURIComponent(cm.namespace)}/configmaps`, cm.body);
+  }
+
+  /** Closes idle connections. */
+  close(): void {
+    this.#agent?.destroy();
+    this.#agent = undefined;
+  }
+
+  async #send(method: string, p: string, body: readonly Buffer[]): Promise<void> {
+    const cluster = this.#kc.getCurrentCluster();
+    if (cluster === null) throw new RawWriteError('no current cluster in the kubeconfig', undefined);
+    const url = new URL(cluster.server);
+    const opts: https.RequestOptions = {};
+    await this.#kc.applyToHTTPSOptions(opts);
+    const secure = url.protocol === 'https:';
+    if (cluster.proxyUrl === undefined) {
+      // one keep-alive agent instead of the new one client-node creates for each request
+      this.#agent ??= secure
+        ? new https.Agent({
+            keepAlive: true,
+            ca: opts.ca,
+            cert: opts.cert,
+            key: opts.key,
+            ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}),
+            ...(opts.servername !== undefined ? { servername: opts.servername } : {}),
+          })
+        : new http.Agent({ keepAlive: true });
+      opts.agent = this.#agent;
+    }
+    const base = url.pathname.replace(/\/+$/, '');
+    await new Promise<void>((resolve, reject) => {
+      const req = (secure ? https : http).request(
+        {
+          ...opts,
+          protocol: url.protocol,
+          hostname: url.hostname.replace(/^\[|\]$/g, ''),
+          port: url.port,
+          method,
+          path: base + p,
+          headers: {
+            ...(opts.headers as Record<string, string> | undefined),
+            'Content-Type': 'application/json',
+            Accept: 'application/json',
+            'Content-Length': bodyLength(body),
+          },
+        },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) {
+            res.resume();
+            res.on('end', () => resolve());
+            res.on('error', reject);
+            return;
+          }
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            if (text.length < MAX_ERROR_BODY) text += d;
+          });
+          res.on('end', () => {
+            let message = text.slice(0, 512);
+            try {
+              const m = (JSON.parse(text) as { message?: unknown }).message;
+              if (typeof m === 'string') message = m;
+            } catch {
+              // not a Status object: the text as is
+            }
+            reject(new RawWriteError(`HTTP ${status}: ${message}`, status));
+          });
+          res.on('error', reject);
+        },
+      );
+      req.setTimeout(this.#timeoutMs, () =>
+        req.destroy(new RawWriteError(`no answer within ${this.#timeoutMs} ms`, undefined)),
+      );
+      req.on('error', (e) => reject(e instanceof RawWriteError ? e : new RawWriteError(e.message, undefined)));
+      for (const b of body) req.write(b);
+      req.end();
+    });
+  }
+}
+
+/** The same writer taking plain bodies (serialised at each write): for objects written rarely. */
+export function bodyWriter(raw: RawConfigMapWriter): ObjectWriter<ConfigMapBody> {
+  return {
+    update: (cm) => raw.update(prepareConfigMap(cm)),
+    create: (cm) => raw.create(prepareConfigMap(cm)),
+  };
+}
