@@ -1,6 +1,6 @@
 /**
  * Timelines (architecture §7): JSON lines, each a mock-control request (§5) plus `t` (ms from the start), or one of
- * the operator/pod operations `release`, `podUses` and `query`. The player parses them and plays them in real time
+ * the operator/pod operations `release`, `podUses`, `query` and `devices`. The player parses them and plays them in real time
  * against handlers: mock operations go to the control socket, the others to the caller.
  */
 import fs from 'node:fs';
@@ -14,7 +14,7 @@ export interface TimelineStep {
 }
 
 /** Operations the player does not send to the mock. */
-export const PLAYER_OPS: ReadonlySet<string> = new Set(['release', 'podUses', 'query']);
+export const PLAYER_OPS: ReadonlySet<string> = new Set(['release', 'podUses', 'query', 'devices']);
 
 /** Parses a JSON-lines timeline; throws naming the line. Steps are returned in time order (stable). */
 export function parseTimeline(text: string, where = 'timeline'): TimelineStep[] {
@@ -65,6 +65,8 @@ export interface TimelineHandlers {
   release(logicId: number): Promise<void>;
   podUses(logicId: number, used: boolean): Promise<void>;
   query(step: TimelineStep): Promise<void>;
+  /** `devices`: print what kubelet sees per resource (the IDs and their health); a `query` without it. */
+  devices?(step: TimelineStep): Promise<void>;
   /** After each step (for a live display). */
   afterStep?(step: TimelineStep): Promise<void> | void;
 }
@@ -92,6 +94,9 @@ export async function playTimeline(
         break;
       case 'query':
         await handlers.query(step);
+        break;
+      case 'devices':
+        await (handlers.devices ?? handlers.query)(step);
         break;
       default:
         await handlers.mock(request);
