@@ -10,9 +10,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { EXIT } from '../agent/errors.js';
+import type { AllocateResponse__Output } from '../generated/deviceplugin/v1beta1/AllocateResponse.js';
 import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { parseAgentArgs } from '../cli/agent-flags.js';
 import { chipName, phyIdOfName } from '../core/device-names.js';
@@ -34,6 +36,8 @@ import { PLAYER_OPS, playTimeline, readTimelineFile, timelineFromArray, type Tim
 export const SIM_NODE_NAME = 'sim-node';
 /** The exit status of a bad agent flag (architecture §4). */
 const EXIT_BAD_FLAG = EXIT.BAD_CONFIG;
+/** In an `--agentFlag` value: the temporary folder (e.g. `-softShareDevConfigDir={sandbox}/share_device`). */
+export const SANDBOX_TOKEN = '{sandbox}';
 /** A `devices` line lists at most this many IDs in full (else the first ones, `…`, the last one). */
 const SHOWN_IDS = 12;
 export const DEFAULT_SCENARIO = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json');
@@ -54,7 +58,8 @@ Options:
                          free port); the URL is printed at the start
   --hold                 after the summary, keep the agent and its metrics running until Ctrl-C (SIGINT or SIGTERM)
   --agentFlag FLAG       one more agent flag, as one argument (-name=value), after the sandbox's own flags (so it
-                         wins), checked by the agent's flag parser; repeatable, e.g. --agentFlag -shareDevCount=3
+                         wins), checked by the agent's flag parser; repeatable, e.g. --agentFlag -shareDevCount=3;
+                         {sandbox} in it is the temporary folder (-softShareDevConfigDir={sandbox}/share_device)
   --keep                 keep the temporary folder (agent log, state) and print the log's path
   -h, --help             this text
 `;
@@ -264,14 +269,43 @@ async function registeredResources(kubelet: KubeletSimulator): Promise<string[]>
  * else the first ones, `…` and the last one) and the Unhealthy IDs, shortened the same way.
  */
 export function devicesLine(resource: string, devices: readonly { ID: string; health: string }[]): string {
-  const short = (ids: readonly string[]): string =>
-    ids.length <= SHOWN_IDS ? ids.join(' ') : `${ids.slice(0, SHOWN_IDS - 2).join(' ')} … ${ids[ids.length - 1]}`;
   const ids = devices.map((d) => d.ID);
   const bad = devices.filter((d) => d.health !== 'Healthy').map((d) => d.ID);
   return (
     `${resource}: ${ids.length} ID${ids.length === 1 ? '' : 's'} ${short(ids)}; ` +
     (bad.length === 0 ? 'all Healthy' : `Unhealthy (${bad.length}): ${short(bad)}`)
   );
+}
+
+/** IDs for a line: all of them up to {@link SHOWN_IDS}, else the first ones, `…` and the last one. */
+function short(ids: readonly string[]): string {
+  return ids.length <= SHOWN_IDS ? ids.join(' ') : `${ids.slice(0, SHOWN_IDS - 2).join(' ')} … ${ids[ids.length - 1]}`;
+}
+
+/**
+ * An Allocate response as lines, per container: the envs, the mounts (`container <- host`, ro/rw) and the device
+ * nodes; host paths inside the temporary folder `dir` are shown from `{sandbox}`.
+ */
+export function allocateLines(res: AllocateResponse__Output, dir: string): string[] {
+  const host = (p: string): string => (p === dir || p.startsWith(`${dir}/`) ? SANDBOX_TOKEN + p.slice(dir.length) : p);
+  const out: string[] = [];
+  res.containerResponses.forEach((c, i) => {
+    const envs = Object.entries(c.envs).sort(([a], [b]) => a.localeCompare(b));
+    out.push(`container ${i}: envs ${envs.length === 0 ? '(none)' : envs.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    for (const m of c.mounts)
+      out.push(`  mount ${m.containerPath} <- ${host(m.hostPath)} (${m.readOnly ? 'ro' : 'rw'})`);
+    if (c.devices.length > 0) out.push(`  devices ${c.devices.map((d) => d.containerPath).join(' ')}`);
+  });
+  return out;
+}
+
+/** The mock's `vdevs` reply as a line: each vNPU (id, template, AI cores) and the free AI cores. */
+function vdevsLine(reply: Record<string, unknown>): string {
+  const vdevs = Array.isArray(reply.vdevs)
+    ? (reply.vdevs as { vdevId?: unknown; template?: unknown; aicore?: unknown }[])
+    : [];
+  const list = vdevs.map((v) => `vNPU ${String(v.vdevId)} ${String(v.template)} (${String(v.aicore)} AI cores)`);
+  return `chip ${String(reply.logicId)}: ${list.length === 0 ? 'no vNPU' : list.join(', ')}; ${String(reply.aicoreFree)} AI cores free`;
 }
 
 /**
@@ -373,7 +407,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       dcmiLibrary: opts.dcmiLibrary,
       metricsAddress: opts.metricsAddress,
     });
-    const parsed = parseAgentArgs([...flags, ...opts.agentFlags], {
+    const parsed = parseAgentArgs([...flags, ...opts.agentFlags.map((f) => f.replaceAll(SANDBOX_TOKEN, dir))], {
       NODE_NAME: SIM_NODE_NAME,
     });
     if (!parsed.ok) {
@@ -399,8 +433,10 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     const printDevices = (): void => {
       for (const r of resources) say(`  ${devicesLine(r, kubelet!.devices(r) ?? [])}`);
     };
-    if (resources.length !== 1 || resources[0] !== resource || devices.length !== a.store.snapshot().chips.length)
-      printDevices();
+    // a mode whose IDs are not one per chip under the agent's resource: show them (share, names, mixed, vNPU)
+    const otherIds =
+      resources.length !== 1 || resources[0] !== resource || devices.length !== a.store.snapshot().chips.length;
+    if (otherIds) printDevices();
     say(
       `timeline ${path.isAbsolute(timelineName) ? path.relative(PROJECT_ROOT, timelineName) : timelineName}: ${steps.length} steps; agent log ${opts.keep ? logFile : '(temporary)'}`,
     );
@@ -452,25 +488,82 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
         if (r.level === 'NormalNPU' && plainKubelet && r.network === 'Healthy' && r.manual === '') continue;
         say(`  ${r.chip.padEnd(13)} ${r.level.padEnd(20)} ${r.kubelet.padEnd(10)} ${r.network.padEnd(10)} ${r.manual}`);
       }
-      const healthy = rows().filter((r) => r.kubelet === 'Healthy').length;
+      const known = rows().filter((r) => r.kubelet !== '-');
+      const healthy = known.filter((r) => r.kubelet === 'Healthy').length;
       say(
-        `  (${healthy}/${a.store.snapshot().chips.length} Healthy in kubelet) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
+        `  (${known.length === 0 ? 'kubelet lists AI cores, no chips: see a devices step' : `${healthy}/${known.length} Healthy in kubelet`}) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
           `last write ${cm?.update ?? '-'} (${writes} writes, CheckCode ${cm?.valid ? 'valid' : 'n/a'})`,
       );
     };
     const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 300));
     const describe = (s: TimelineStep): string => {
       const { t, op, ...rest } = s;
-      return [`t=${(t / 1000).toFixed(1)} s ${op}`, ...Object.entries(rest).map(([k, v]) => `${k}=${String(v)}`)].join(
+      const shown = (v: unknown): string => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v));
+      return [`t=${(t / 1000).toFixed(1)} s ${op}`, ...Object.entries(rest).map(([k, v]) => `${k}=${shown(v)}`)].join(
         ' ',
       );
     };
+    let lastVdevs = '';
     table('t=0.0 s start');
     await playTimeline(
       steps,
       {
         mock: async (req) => {
-          await client!.expectOk(req);
+          const reply = await client!.expectOk(req);
+          // the vNPUs of a chip are only seen in the reply (dynamic vNPU): printed after the step's title
+          if (req.op === 'vdevs') lastVdevs = vdevsLine(reply);
+        },
+        pod: async (s) => {
+          say(describe(s));
+          const name = s.name as string;
+          if (s.delete === true) {
+            await core.deleteNamespacedPod({ name, namespace: 'default' });
+            kubelet!.removePod('default', name);
+            say(`  deleted pod default/${name}`);
+            return;
+          }
+          const r = s.resource as string;
+          await core.createNamespacedPod({
+            namespace: 'default',
+            body: {
+              metadata: {
+                name,
+                namespace: 'default',
+                labels: (s.labels ?? {}) as Record<string, string>,
+                annotations: (s.annotations ?? {}) as Record<string, string>,
+              },
+              spec: {
+                nodeName: SIM_NODE_NAME,
+                containers: [{ name: 'c0', image: 'x', resources: { limits: { [r]: String(s.count) } } }],
+              },
+            },
+          });
+          say(`  created pod default/${name} (${r}: ${String(s.count)})`);
+        },
+        allocate: async (s) => {
+          say(describe(s));
+          const r = s.resource as string;
+          const ids = Array.isArray(s.ids)
+            ? (s.ids as string[])
+            : (kubelet!.devices(r) ?? [])
+                .filter((d) => d.health === 'Healthy')
+                .slice(0, s.count as number)
+                .map((d) => d.ID);
+          if (ids.length === 0) {
+            say(`  no Healthy ${r} IDs to allocate`);
+            return;
+          }
+          const pod = typeof s.pod === 'string' ? { namespace: 'default', name: s.pod } : undefined;
+          if (!Array.isArray(s.ids)) say(`  kubelet picks ${short(ids)}`);
+          try {
+            const res = await kubelet!.allocate(r, [ids], pod);
+            for (const line of allocateLines(res, dir)) say(`  ${line}`);
+          } catch (err) {
+            const e = err as { code?: number; details?: string; message: string };
+            say(
+              `  refused: ${e.code === undefined ? '' : `${grpcStatus[e.code] ?? e.code}: `}${e.details ?? e.message}`,
+            );
+          }
         },
         release: async (logicId) => {
           const phy = a.store.chip(logicId)?.phyId ?? logicId;
@@ -503,7 +596,12 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
           printDevices();
         },
         afterStep: async (s) => {
-          if (s.op === 'query' || s.op === 'devices') return;
+          if (s.op === 'query' || s.op === 'devices' || s.op === 'pod' || s.op === 'allocate') return;
+          if (s.op === 'vdevs') {
+            say(describe(s));
+            say(`  mock: ${lastVdevs}`);
+            return;
+          }
           // recoveries are held 1 s by the monitor (D.4); show the table once they have landed
           await new Promise((r) => setTimeout(r, PLAYER_OPS.has(s.op) ? 1200 : s.assertion === 'recover' ? 1300 : 300));
           table(describe(s));
@@ -515,14 +613,15 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     const final = rows();
     const cm = cmState();
     const counts = new Map<string, number>();
-    for (const r of final) counts.set(r.kubelet, (counts.get(r.kubelet) ?? 0) + 1);
+    for (const r of final) if (r.kubelet !== '-') counts.set(r.kubelet, (counts.get(r.kubelet) ?? 0) + 1);
     const events = api.store.list(api.resourceType('', 'events'), undefined);
     say();
     say('summary');
     say(`  steps played        ${steps.length} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     say(
-      `  kubelet             ${[...counts].map(([h, n]) => `${n} ${h}`).join(', ')}; registrations ${kubelet.registrations.length}, updates ${kubelet.updates.length}`,
+      `  kubelet             ${[...counts].map(([h, n]) => `${n} ${h}`).join(', ') || 'no chips'}; registrations ${kubelet.registrations.length}, updates ${kubelet.updates.length}`,
     );
+    if (otherIds) for (const r of resources) say(`  devices             ${devicesLine(r, kubelet.devices(r) ?? [])}`);
     say(
       `  ConfigMap           ${writes} writes, ManuallySeparateNPU="${cm?.manual ?? ''}", CheckCode ${cm?.valid ? 'valid' : 'invalid'}`,
     );
