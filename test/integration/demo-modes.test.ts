@@ -5,6 +5,8 @@
  * making every ID of that chip Unhealthy, its recovery; soft share and dynamic vNPU also create a pod and Allocate.
  */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
@@ -75,6 +77,33 @@ describe('issue 17 item 6: simulate --agentFlag', () => {
       2,
       'ascend-npu-agent simulate: --agentFlag needs an agent flag such as -shareDevCount=3\n',
     ]);
+  });
+});
+
+describe('issue 17 item 6: the pod and allocate timeline ops', () => {
+  test('architecture §7 a pod step without "count" or an allocate step without IDs: exit 2 naming the line', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'demo-modes-'));
+    try {
+      const pod = path.join(dir, 'pod.jsonl');
+      fs.writeFileSync(
+        pod,
+        '{"t":0,"op":"devices"}\n{"t":1,"op":"pod","name":"a","resource":"huawei.com/Ascend310P"}\n',
+      );
+      const allocate = path.join(dir, 'allocate.jsonl');
+      fs.writeFileSync(allocate, '{"t":0,"op":"allocate","resource":"huawei.com/Ascend310P","ids":[]}\n');
+      const r1 = await simulate(['--timeline', pod]);
+      expect([r1.code, r1.stderr]).toEqual([
+        2,
+        `ascend-npu-agent simulate: ${pod}:2: pod needs "count", an integer 1..1600\n`,
+      ]);
+      const r2 = await simulate(['--timeline', allocate]);
+      expect([r2.code, r2.stderr]).toEqual([
+        2,
+        `ascend-npu-agent simulate: ${allocate}:1: "ids" must be 1..1600 device IDs (strings)\n`,
+      ]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
