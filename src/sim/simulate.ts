@@ -10,11 +10,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { EXIT } from '../agent/errors.js';
+import type { AllocateResponse__Output } from '../generated/deviceplugin/v1beta1/AllocateResponse.js';
 import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { parseAgentArgs } from '../cli/agent-flags.js';
-import { chipName } from '../core/device-names.js';
+import { chipName, phyIdOfName } from '../core/device-names.js';
 import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, PROJECT_ROOT } from '../core/paths.js';
 import {
   DEVICE_INFO_NAMESPACE,
@@ -31,6 +34,12 @@ import { MockControlClient } from './mock-control.js';
 import { PLAYER_OPS, playTimeline, readTimelineFile, timelineFromArray, type TimelineStep } from './timeline-player.js';
 
 export const SIM_NODE_NAME = 'sim-node';
+/** The exit status of a bad agent flag (architecture §4). */
+const EXIT_BAD_FLAG = EXIT.BAD_CONFIG;
+/** In an `--agentFlag` value: the temporary folder (e.g. `-softShareDevConfigDir={sandbox}/share_device`). */
+export const SANDBOX_TOKEN = '{sandbox}';
+/** A `devices` line lists at most this many IDs in full (else the first ones, `…`, the last one). */
+const SHOWN_IDS = 12;
 export const DEFAULT_SCENARIO = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json');
 export const DEFAULT_TIMELINE = path.join(PROJECT_ROOT, 'scenarios', 'timelines', 'demo.jsonl');
 
@@ -48,6 +57,9 @@ Options:
   --metricsAddress ADDR  the agent's /metrics, /healthz, /readyz, /status: [host]:port (default: 127.0.0.1:0, a
                          free port); the URL is printed at the start
   --hold                 after the summary, keep the agent and its metrics running until Ctrl-C (SIGINT or SIGTERM)
+  --agentFlag FLAG       one more agent flag, as one argument (-name=value), after the sandbox's own flags (so it
+                         wins), checked by the agent's flag parser; repeatable, e.g. --agentFlag -shareDevCount=3;
+                         {sandbox} in it is the temporary folder (-softShareDevConfigDir={sandbox}/share_device)
   --keep                 keep the temporary folder (agent log, state) and print the log's path
   -h, --help             this text
 `;
@@ -68,7 +80,12 @@ interface SimOptions {
   metricsAddress: string;
   /** Keep running after the summary until a signal. */
   hold: boolean;
+  /** `--agentFlag`s, in order: appended to the sandbox flags. */
+  agentFlags: string[];
 }
+
+/** At most this many `--agentFlag`s (the agent has fewer flags than that). */
+const MAX_AGENT_FLAGS = 64;
 
 /** The options, `{ help: true }` for `--help`, or what is wrong. */
 function parseSimArgs(args: readonly string[]): SimOptions | { readonly help: true } | string {
@@ -79,6 +96,7 @@ function parseSimArgs(args: readonly string[]): SimOptions | { readonly help: tr
     dcmiLibrary: MOCK_DCMI_LIBRARY,
     metricsAddress: '127.0.0.1:0',
     hold: false,
+    agentFlags: [],
   };
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -118,6 +136,14 @@ function parseSimArgs(args: readonly string[]): SimOptions | { readonly help: tr
         const v = value() ?? '';
         if (parseListenAddress(v) === undefined) return `${name} must be [host]:port, got ${JSON.stringify(v)}`;
         o.metricsAddress = v;
+        break;
+      }
+      case '--agentFlag':
+      case '-agentFlag': {
+        const v = value();
+        if (v === undefined || !v.startsWith('-')) return `${name} needs an agent flag such as -shareDevCount=3`;
+        if (o.agentFlags.length >= MAX_AGENT_FLAGS) return `at most ${MAX_AGENT_FLAGS} ${name} options`;
+        o.agentFlags.push(v);
         break;
       }
       case '--keep':
@@ -220,6 +246,90 @@ export function metricsUrl(address: string, port: number): string {
   return `http://${shown}:${port}/metrics`;
 }
 
+/**
+ * The resources registered with a device list, in registration order: waits for the first one, then for the
+ * others the agent registers at the same time (310P mixed insert registers one resource per product type, B.3).
+ */
+async function registeredResources(kubelet: KubeletSimulator): Promise<string[]> {
+  const withList = (): string[] =>
+    [...new Set(kubelet.registrations.map((r) => r.resourceName))].filter((r) => kubelet.devices(r) !== undefined);
+  await kubelet.waitFor(() => withList().length > 0, 'a registration with a device list', 15_000);
+  let names = withList();
+  for (let quiet = 0; quiet < 3;) {
+    await new Promise((r) => setTimeout(r, 200));
+    const now = withList();
+    quiet = now.length === names.length ? quiet + 1 : 0;
+    names = now;
+  }
+  return names;
+}
+
+/**
+ * One line of what kubelet sees for `resource`: the number of IDs, the IDs (all of them up to {@link SHOWN_IDS},
+ * else the first ones, `…` and the last one) and the Unhealthy IDs, shortened the same way.
+ */
+export function devicesLine(resource: string, devices: readonly { ID: string; health: string }[]): string {
+  const ids = devices.map((d) => d.ID);
+  const bad = devices.filter((d) => d.health !== 'Healthy').map((d) => d.ID);
+  return (
+    `${resource}: ${ids.length} ID${ids.length === 1 ? '' : 's'} ${short(ids)}; ` +
+    (bad.length === 0 ? 'all Healthy' : `Unhealthy (${bad.length}): ${short(bad)}`)
+  );
+}
+
+/** IDs for a line: all of them up to {@link SHOWN_IDS}, else the first ones, `…` and the last one. */
+function short(ids: readonly string[]): string {
+  return ids.length <= SHOWN_IDS ? ids.join(' ') : `${ids.slice(0, SHOWN_IDS - 2).join(' ')} … ${ids[ids.length - 1]}`;
+}
+
+/**
+ * An Allocate response as lines, per container: the envs, the mounts (`container <- host`, ro/rw) and the device
+ * nodes; host paths inside the temporary folder `dir` are shown from `{sandbox}`.
+ */
+export function allocateLines(res: AllocateResponse__Output, dir: string): string[] {
+  const host = (p: string): string => (p === dir || p.startsWith(`${dir}/`) ? SANDBOX_TOKEN + p.slice(dir.length) : p);
+  const out: string[] = [];
+  res.containerResponses.forEach((c, i) => {
+    const envs = Object.entries(c.envs).sort(([a], [b]) => a.localeCompare(b));
+    out.push(`container ${i}: envs ${envs.length === 0 ? '(none)' : envs.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    for (const m of c.mounts)
+      out.push(`  mount ${m.containerPath} <- ${host(m.hostPath)} (${m.readOnly ? 'ro' : 'rw'})`);
+    if (c.devices.length > 0) out.push(`  devices ${c.devices.map((d) => d.containerPath).join(' ')}`);
+  });
+  return out;
+}
+
+/** The mock's `vdevs` reply as a line: each vNPU (id, template, AI cores) and the free AI cores. */
+function vdevsLine(reply: Record<string, unknown>): string {
+  const vdevs = Array.isArray(reply.vdevs)
+    ? (reply.vdevs as { vdevId?: unknown; template?: unknown; aicore?: unknown }[])
+    : [];
+  const list = vdevs.map((v) => `vNPU ${String(v.vdevId)} ${String(v.template)} (${String(v.aicore)} AI cores)`);
+  return `chip ${String(reply.logicId)}: ${list.length === 0 ? 'no vNPU' : list.join(', ')}; ${String(reply.aicoreFree)} AI cores free`;
+}
+
+/**
+ * kubelet's health of each chip (by phy id) over every resource: `Healthy` or `Unhealthy` when all the IDs naming the
+ * chip agree (a whole chip, each share-mode copy `<name>-<phy>-<i>`, a per-type or public name), `mixed` otherwise.
+ * The AI cores of dynamic vNPU (`huawei.com/npu-core`) name no chip and are left out (see the `devices` op).
+ */
+export function kubeletHealthByPhy(
+  lists: readonly (readonly [string, readonly { ID: string; health: string }[]])[],
+): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const [resource, devices] of lists) {
+    if (resource.endsWith('/npu-core')) continue;
+    for (const d of devices) {
+      // share-mode copies end in two numeric fields (`Ascend310P-3-0`); other names in one (`Ascend310P-IPro-2`)
+      const phy = phyIdOfName(d.ID, /-\d+-\d+$/.test(d.ID));
+      if (phy === undefined) continue;
+      const prev = out.get(phy);
+      out.set(phy, prev === undefined || prev === d.health ? d.health : 'mixed');
+    }
+  }
+  return out;
+}
+
 /** Resolves at the first SIGINT or SIGTERM (the handlers are removed then). */
 function nextSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
@@ -297,10 +407,14 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       dcmiLibrary: opts.dcmiLibrary,
       metricsAddress: opts.metricsAddress,
     });
-    const parsed = parseAgentArgs(flags, {
+    const parsed = parseAgentArgs([...flags, ...opts.agentFlags.map((f) => f.replaceAll(SANDBOX_TOKEN, dir))], {
       NODE_NAME: SIM_NODE_NAME,
     });
-    if (!parsed.ok) throw new Error(parsed.errors.join('; '));
+    if (!parsed.ok) {
+      // The agent's own words, as `ascend-npu-agent <flags>` prints them, and its exit status for a bad flag.
+      for (const e of parsed.errors) io.err.write(`ascend-npu-agent simulate: ${e}\n`);
+      return EXIT_BAD_FLAG;
+    }
     // Opened synchronously: a file destination still opening when the process exits makes pino's exit flush throw
     // ("sonic boom is not ready yet") over the clear error of a start-up that failed at once (no mock library).
     const log = createLogger({ logLevel: 0, logFile, destination: pino.destination({ dest: logFile, sync: true }) });
@@ -310,12 +424,19 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     const core = api.kubeConfig().makeApiClient(k8s.CoreV1Api);
     client = await MockControlClient.connect(control);
     const resource = a.resourceName;
-    await kubelet.waitForRegistration(resource, 0, 15_000);
-    const devices = kubelet.devices(resource) ?? [];
+    const resources = await registeredResources(kubelet);
+    const devices = resources.flatMap((r) => kubelet!.devices(r) ?? []);
     say(
       `ascend-npu-agent simulate: ${a.store.snapshot().chips.length} chips (${resource}) from ${path.relative(PROJECT_ROOT, opts.scenario)}, ` +
         `registered with the kubelet simulator in ${Date.now() - started} ms (${devices.length} devices)`,
     );
+    const printDevices = (): void => {
+      for (const r of resources) say(`  ${devicesLine(r, kubelet!.devices(r) ?? [])}`);
+    };
+    // a mode whose IDs are not one per chip under the agent's resource: show them (share, names, mixed, vNPU)
+    const otherIds =
+      resources.length !== 1 || resources[0] !== resource || devices.length !== a.store.snapshot().chips.length;
+    if (otherIds) printDevices();
     say(
       `timeline ${path.isAbsolute(timelineName) ? path.relative(PROJECT_ROOT, timelineName) : timelineName}: ${steps.length} steps; agent log ${opts.keep ? logFile : '(temporary)'}`,
     );
@@ -345,14 +466,14 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       return { manual: cm.data?.[KEY_MANUALLY_SEPARATE] ?? '', update: lastWrite, valid: verifyDeviceInfoCfg(cfg) };
     };
     const rows = (): Row[] => {
-      const seen = new Map((kubelet!.devices(resource) ?? []).map((d) => [d.ID, d.health]));
+      const seen = kubeletHealthByPhy(resources.map((r) => [r, kubelet!.devices(r) ?? []]));
       return a.store.snapshot().chips.map((c) => {
         const chip = chipName(resource.replace('huawei.com/', ''), c.phyId);
         return {
           chip,
           logicId: c.logicId,
           level: c.level,
-          kubelet: seen.get(chip) ?? '?',
+          kubelet: seen.get(c.phyId) ?? '-',
           network: c.networkHealth,
           manual: c.manuallySeparated ? 'yes' : '',
         };
@@ -363,28 +484,86 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       say(title);
       say(`  ${'chip'.padEnd(13)} ${'level'.padEnd(20)} ${'kubelet'.padEnd(10)} ${'network'.padEnd(10)} manual`);
       for (const r of rows()) {
-        if (r.level === 'NormalNPU' && r.kubelet === 'Healthy' && r.network === 'Healthy' && r.manual === '') continue;
+        const plainKubelet = r.kubelet === 'Healthy' || r.kubelet === '-';
+        if (r.level === 'NormalNPU' && plainKubelet && r.network === 'Healthy' && r.manual === '') continue;
         say(`  ${r.chip.padEnd(13)} ${r.level.padEnd(20)} ${r.kubelet.padEnd(10)} ${r.network.padEnd(10)} ${r.manual}`);
       }
-      const healthy = rows().filter((r) => r.kubelet === 'Healthy').length;
+      const known = rows().filter((r) => r.kubelet !== '-');
+      const healthy = known.filter((r) => r.kubelet === 'Healthy').length;
       say(
-        `  (${healthy}/${a.store.snapshot().chips.length} Healthy in kubelet) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
+        `  (${known.length === 0 ? 'kubelet lists AI cores, no chips: see a devices step' : `${healthy}/${known.length} Healthy in kubelet`}) ConfigMap: ManuallySeparateNPU="${cm?.manual ?? ''}" ` +
           `last write ${cm?.update ?? '-'} (${writes} writes, CheckCode ${cm?.valid ? 'valid' : 'n/a'})`,
       );
     };
     const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 300));
     const describe = (s: TimelineStep): string => {
       const { t, op, ...rest } = s;
-      return `t=${(t / 1000).toFixed(1)} s ${op} ${Object.entries(rest)
-        .map(([k, v]) => `${k}=${String(v)}`)
-        .join(' ')}`;
+      const shown = (v: unknown): string => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v));
+      return [`t=${(t / 1000).toFixed(1)} s ${op}`, ...Object.entries(rest).map(([k, v]) => `${k}=${shown(v)}`)].join(
+        ' ',
+      );
     };
+    let lastVdevs = '';
     table('t=0.0 s start');
     await playTimeline(
       steps,
       {
         mock: async (req) => {
-          await client!.expectOk(req);
+          const reply = await client!.expectOk(req);
+          // the vNPUs of a chip are only seen in the reply (dynamic vNPU): printed after the step's title
+          if (req.op === 'vdevs') lastVdevs = vdevsLine(reply);
+        },
+        pod: async (s) => {
+          say(describe(s));
+          const name = s.name as string;
+          if (s.delete === true) {
+            await core.deleteNamespacedPod({ name, namespace: 'default' });
+            kubelet!.removePod('default', name);
+            say(`  deleted pod default/${name}`);
+            return;
+          }
+          const r = s.resource as string;
+          await core.createNamespacedPod({
+            namespace: 'default',
+            body: {
+              metadata: {
+                name,
+                namespace: 'default',
+                labels: (s.labels ?? {}) as Record<string, string>,
+                annotations: (s.annotations ?? {}) as Record<string, string>,
+              },
+              spec: {
+                nodeName: SIM_NODE_NAME,
+                containers: [{ name: 'c0', image: 'x', resources: { limits: { [r]: String(s.count) } } }],
+              },
+            },
+          });
+          say(`  created pod default/${name} (${r}: ${String(s.count)})`);
+        },
+        allocate: async (s) => {
+          say(describe(s));
+          const r = s.resource as string;
+          const ids = Array.isArray(s.ids)
+            ? (s.ids as string[])
+            : (kubelet!.devices(r) ?? [])
+                .filter((d) => d.health === 'Healthy')
+                .slice(0, s.count as number)
+                .map((d) => d.ID);
+          if (ids.length === 0) {
+            say(`  no Healthy ${r} IDs to allocate`);
+            return;
+          }
+          const pod = typeof s.pod === 'string' ? { namespace: 'default', name: s.pod } : undefined;
+          if (!Array.isArray(s.ids)) say(`  kubelet picks ${short(ids)}`);
+          try {
+            const res = await kubelet!.allocate(r, [ids], pod);
+            for (const line of allocateLines(res, dir)) say(`  ${line}`);
+          } catch (err) {
+            const e = err as { code?: number; details?: string; message: string };
+            say(
+              `  refused: ${e.code === undefined ? '' : `${grpcStatus[e.code] ?? e.code}: `}${e.details ?? e.message}`,
+            );
+          }
         },
         release: async (logicId) => {
           const phy = a.store.chip(logicId)?.phyId ?? logicId;
@@ -411,8 +590,18 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
           await settle();
           table(describe(s));
         },
+        devices: async (s) => {
+          await settle();
+          say(describe(s));
+          printDevices();
+        },
         afterStep: async (s) => {
-          if (s.op === 'query') return;
+          if (s.op === 'query' || s.op === 'devices' || s.op === 'pod' || s.op === 'allocate') return;
+          if (s.op === 'vdevs') {
+            say(describe(s));
+            say(`  mock: ${lastVdevs}`);
+            return;
+          }
           // recoveries are held 1 s by the monitor (D.4); show the table once they have landed
           await new Promise((r) => setTimeout(r, PLAYER_OPS.has(s.op) ? 1200 : s.assertion === 'recover' ? 1300 : 300));
           table(describe(s));
@@ -424,14 +613,15 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     const final = rows();
     const cm = cmState();
     const counts = new Map<string, number>();
-    for (const r of final) counts.set(r.kubelet, (counts.get(r.kubelet) ?? 0) + 1);
+    for (const r of final) if (r.kubelet !== '-') counts.set(r.kubelet, (counts.get(r.kubelet) ?? 0) + 1);
     const events = api.store.list(api.resourceType('', 'events'), undefined);
     say();
     say('summary');
     say(`  steps played        ${steps.length} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     say(
-      `  kubelet             ${[...counts].map(([h, n]) => `${n} ${h}`).join(', ')}; registrations ${kubelet.registrations.length}, updates ${kubelet.updates.length}`,
+      `  kubelet             ${[...counts].map(([h, n]) => `${n} ${h}`).join(', ') || 'no chips'}; registrations ${kubelet.registrations.length}, updates ${kubelet.updates.length}`,
     );
+    if (otherIds) for (const r of resources) say(`  devices             ${devicesLine(r, kubelet.devices(r) ?? [])}`);
     say(
       `  ConfigMap           ${writes} writes, ManuallySeparateNPU="${cm?.manual ?? ''}", CheckCode ${cm?.valid ? 'valid' : 'invalid'}`,
     );
