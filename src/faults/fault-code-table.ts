@@ -2,9 +2,10 @@
  * `faultCode.json` (spec E.1): which level each fault code has, for chip codes and parameter-plane codes.
  */
 import { FormatTable, isNetworkCode, parseHexCode, type FaultCode } from './codes.js';
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from '../core/json-text.js';
+import { childPath } from '../core/json-text.js';
+import { readCodeLists } from './code-lists.js';
 import { rankOf, type FaultLevel, type LevelRank } from './levels.js';
-import { MAX_CONFIG_BYTES, type ConfigProblem } from './problems.js';
+import type { ConfigProblem } from './problems.js';
 
 /** The keys of faultCode.json in upstream's struct order, with the level each produces and its scope. */
 const KEYS: readonly { key: string; level: FaultLevel; network: boolean }[] = [
@@ -66,38 +67,15 @@ export const EMPTY_FAULT_CODE_TABLE: FaultCodeTable = { chip: new Map(), network
 
 /** Parses and validates faultCode.json text. Never throws. */
 export function parseFaultCodeJson(text: string): FaultCodeParse {
-  if (text.length > MAX_CONFIG_BYTES) {
-    return { ok: false, fatal: [`document is larger than ${MAX_CONFIG_BYTES} bytes`], problems: [] };
-  }
-  let root;
-  try {
-    root = parseJsonText(text);
-  } catch (e) {
-    const msg = e instanceof JsonSyntaxError ? e.message : String(e);
-    return { ok: false, fatal: [`not valid JSON: ${msg} (E.1)`], problems: [] };
-  }
-  const dec = new GoDecoder();
-  const fields = dec.fields(
-    root,
-    '$',
+  const read = readCodeLists(
+    text,
     KEYS.map((k) => k.key),
+    'E.1',
   );
-  const lists = new Map<string, { path: string; codes: string[] }>();
-  if (fields) {
-    for (const { key } of KEYS) {
-      const codes = fields.decode(key, '$', (n, p) => dec.stringArray(n, p));
-      if (codes) lists.set(key, { path: childPath('$', fields.keyOf(key) ?? key), codes });
-    }
-  }
-  if (dec.typeProblems.length > 0) {
-    return {
-      ok: false,
-      fatal: dec.typeProblems.map((p) => `${p.path}: ${p.value} is not ${aOrAn(p.expected)} (E.1: wrong JSON type)`),
-      problems: [],
-    };
-  }
+  if (!read.ok) return { ok: false, fatal: read.fatal, problems: [] };
+  const lists = read.lists;
   const problems: ConfigProblem[] = [];
-  for (const key of fields?.unknown ?? []) {
+  for (const key of read.unknown) {
     problems.push({
       kind: 'ignored',
       path: childPath('$', key),
@@ -168,10 +146,6 @@ export function parseFaultCodeJson(text: string): FaultCodeParse {
   }
   const spellings = FORMAT_ORDER.flatMap((k) => lists.get(k)?.codes ?? []);
   return { ok: true, table: { chip, network, spellings }, problems };
-}
-
-function aOrAn(word: string): string {
-  return /^[aeiou]/i.test(word) ? `an ${word}` : `a ${word}`;
 }
 
 /** Format table filled from a faultCode table's spellings (E.3 first stage). */

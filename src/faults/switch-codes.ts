@@ -5,8 +5,9 @@
  * usable at all (not JSON, a list that is not an array of strings, too big) is rejected whole: the caller keeps the
  * table it had. Pure; the same judgement serves the agent and `npuctl config check`.
  */
-import { GoDecoder, JsonSyntaxError, childPath, parseJsonText } from '../core/json-text.js';
-import { MAX_CONFIG_BYTES, type ConfigProblem } from './problems.js';
+import { childPath } from '../core/json-text.js';
+import { readCodeLists } from './code-lists.js';
+import type { ConfigProblem } from './problems.js';
 
 /** Switch levels (spec L.9), ascending. Kept here so src/faults needs nothing outside src/core. */
 export type SwitchCodeLevel = 'NotHandle' | 'SubHealthFault' | 'RestartRequest' | 'PreSeparate' | 'Separate';
@@ -58,38 +59,15 @@ export function switchCodeProblem(entry: string): string | undefined {
 
 /** Parses and validates SwitchFaultCode.json text. Never throws. */
 export function parseSwitchFaultCodeJson(text: string): SwitchCodeParse {
-  if (text.length > MAX_CONFIG_BYTES) {
-    return { ok: false, fatal: [`document is larger than ${MAX_CONFIG_BYTES} bytes`], problems: [] };
-  }
-  let root;
-  try {
-    root = parseJsonText(text);
-  } catch (e) {
-    const msg = e instanceof JsonSyntaxError ? e.message : String(e);
-    return { ok: false, fatal: [`not valid JSON: ${msg} (L.9)`], problems: [] };
-  }
-  const dec = new GoDecoder();
-  const fields = dec.fields(
-    root,
-    '$',
+  const read = readCodeLists(
+    text,
     SWITCH_CODE_KEYS.map((k) => k.key),
+    'L.9',
   );
-  const lists = new Map<string, { path: string; codes: string[] }>();
-  if (fields) {
-    for (const { key } of SWITCH_CODE_KEYS) {
-      const codes = fields.decode(key, '$', (n, p) => dec.stringArray(n, p));
-      if (codes) lists.set(key, { path: childPath('$', fields.keyOf(key) ?? key), codes });
-    }
-  }
-  if (dec.typeProblems.length > 0) {
-    return {
-      ok: false,
-      fatal: dec.typeProblems.map((p) => `${p.path}: ${p.value} is not a ${p.expected} (L.9: wrong JSON type)`),
-      problems: [],
-    };
-  }
+  if (!read.ok) return { ok: false, fatal: read.fatal, problems: [] };
+  const lists = read.lists;
   const problems: ConfigProblem[] = [];
-  for (const key of fields?.unknown ?? []) {
+  for (const key of read.unknown) {
     problems.push({
       kind: 'ignored',
       path: childPath('$', key),
