@@ -14,9 +14,8 @@ import net from 'node:net';
 import type * as k8s from '@kubernetes/client-node';
 import { errorMessage } from '../core/errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import { PREDICATE_TIME_ANNOTATION, PREDICATE_TIME_USED, type PodCache, type PodView } from '../core/pods.js';
-import { MERGE_PATCH } from './merge-patch.js';
-import { isActivePod, podViewOf, type CachedPod } from './pod-cache-watcher.js';
+import type { PodCache, PodView } from '../core/pods.js';
+import { devicesInUseOf, markAllocatedIn, podViewOf, type CachedPod } from './pod-cache-watcher.js';
 
 /** Spec I.6 / K.4: the kubelet pod poll. */
 export const KUBELET_POD_POLL_MS = 5000;
@@ -106,33 +105,12 @@ export class KubeletPodCache implements PodCache {
   }
 
   async markAllocated(pod: PodView): Promise<void> {
-    await this.#o.api.patchNamespacedPod(
-      {
-        name: pod.name,
-        namespace: pod.namespace,
-        body: { metadata: { annotations: { [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED } } },
-      },
-      MERGE_PATCH,
-    );
-    const cached = this.#pods.get(pod.uid);
-    if (cached !== undefined) {
-      this.#pods.set(pod.uid, {
-        ...cached,
-        annotations: { ...cached.annotations, [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED },
-      });
-    }
+    await markAllocatedIn(this.#o.api, this.#pods, pod);
   }
 
   /** Device names listed by active pods (spec I.4), as the API-server cache computes them. */
   devicesInUse(deviceType: string): Set<string> {
-    const out = new Set<string>();
-    for (const p of this.#pods.values()) {
-      if (!isActivePod(p)) continue;
-      for (const key of [`huawei.com/${deviceType}`, 'huawei.com/AscendReal']) {
-        for (const name of (p.annotations[key] ?? '').split(',')) if (name !== '') out.add(name);
-      }
-    }
-    return out;
+    return devicesInUseOf(this.#pods.values(), deviceType);
   }
 
   async #poll(): Promise<void> {

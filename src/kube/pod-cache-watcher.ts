@@ -136,20 +136,7 @@ export class PodCacheWatcher implements PodCache {
   }
 
   async markAllocated(pod: PodView): Promise<void> {
-    await this.#o.api.patchNamespacedPod(
-      {
-        name: pod.name,
-        namespace: pod.namespace,
-        body: { metadata: { annotations: { [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED } } },
-      },
-      MERGE_PATCH,
-    );
-    const cached = this.#pods.get(pod.uid);
-    if (cached !== undefined)
-      this.#pods.set(pod.uid, {
-        ...cached,
-        annotations: { ...cached.annotations, [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED },
-      });
+    await markAllocatedIn(this.#o.api, this.#pods, pod);
   }
 
   /**
@@ -157,18 +144,49 @@ export class PodCacheWatcher implements PodCache {
    * "in use" test of D.7 and H.3's PodUsed).
    */
   devicesInUse(deviceType: string): Set<string> {
-    const out = new Set<string>();
-    for (const p of this.#pods.values()) {
-      if (!isActivePod(p)) continue;
-      for (const key of [`huawei.com/${deviceType}`, 'huawei.com/AscendReal']) {
-        for (const name of (p.annotations[key] ?? '').split(',')) if (name !== '') out.add(name);
-      }
-    }
-    return out;
+    return devicesInUseOf(this.#pods.values(), deviceType);
   }
 
   #put(p: k8s.V1Pod): void {
     const v = podViewOf(p);
     if (v.uid !== '') this.#pods.set(v.uid, v);
   }
+}
+
+/**
+ * Spec C.3: marks a picked pod allocated (its `predicate-time` annotation set to the "used" value) and updates the
+ * cached copy so the next pick skips it; shared by the watch cache and the kubelet `/pods` cache.
+ */
+export async function markAllocatedIn(
+  api: Pick<k8s.CoreV1Api, 'patchNamespacedPod'>,
+  cache: Map<string, CachedPod>,
+  pod: PodView,
+): Promise<void> {
+  await api.patchNamespacedPod(
+    {
+      name: pod.name,
+      namespace: pod.namespace,
+      body: { metadata: { annotations: { [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED } } },
+    },
+    MERGE_PATCH,
+  );
+  const cached = cache.get(pod.uid);
+  if (cached !== undefined) {
+    cache.set(pod.uid, {
+      ...cached,
+      annotations: { ...cached.annotations, [PREDICATE_TIME_ANNOTATION]: PREDICATE_TIME_USED },
+    });
+  }
+}
+
+/** Device names listed by active pods in `huawei.com/<deviceType>` or `huawei.com/AscendReal` (spec I.4). */
+export function devicesInUseOf(pods: Iterable<CachedPod>, deviceType: string): Set<string> {
+  const out = new Set<string>();
+  for (const p of pods) {
+    if (!isActivePod(p)) continue;
+    for (const key of [`huawei.com/${deviceType}`, 'huawei.com/AscendReal']) {
+      for (const name of (p.annotations[key] ?? '').split(',')) if (name !== '') out.add(name);
+    }
+  }
+  return out;
 }
