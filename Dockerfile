@@ -44,10 +44,10 @@ COPY --from=build /src/dist ./dist
 COPY --from=build /src/build/Release/dcmi_addon.node ./build/Release/dcmi_addon.node
 COPY proto ./proto
 COPY scenarios ./scenarios
-COPY faultCode.json faultCustomization.json publicFaultConfig.json ./
-# Upstream's built-in configuration paths (spec device-plugin.md L.3), the agent's -faultCodeFile and
-# -faultCustomizationFile defaults.
-COPY faultCode.json faultCustomization.json /usr/local/
+COPY faultCode.json faultCustomization.json SwitchFaultCode.json publicFaultConfig.json ./
+# Upstream's built-in configuration paths (spec device-plugin.md L.3), the agent's -faultCodeFile,
+# -faultCustomizationFile and -switchFaultCodeFile defaults.
+COPY faultCode.json faultCustomization.json SwitchFaultCode.json /usr/local/
 # Everything is root-owned and world-readable, nothing in the image needs writing: the agent (root, privileged) and
 # the fault center (any uid, e.g. 65532) write only their mounted state folders.
 RUN chmod 0755 dist/cli/agent.js dist/cli/fault-center.js dist/cli/npuctl.js \

@@ -195,8 +195,8 @@ describe('[I] item 1 the runtime image', () => {
     expect([r.code, r.stdout]).toEqual([0, '']);
   }, 60_000);
 
-  test("has the shipped faultCode.json and faultCustomization.json at upstream's /usr/local paths (spec L.3)", async () => {
-    for (const name of ['faultCode.json', 'faultCustomization.json']) {
+  test("has the shipped fault files at upstream's /usr/local paths (spec L.3; SwitchFaultCode.json, L.9)", async () => {
+    for (const name of ['faultCode.json', 'faultCustomization.json', 'SwitchFaultCode.json']) {
       const r = await inImage(['cat', `/usr/local/${name}`]);
       expect([name, r.stdout]).toEqual([name, fs.readFileSync(path.join(PROJECT_ROOT, name), 'utf8')]);
     }
