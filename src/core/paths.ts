@@ -10,5 +10,7 @@ export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.
 
 /** Where `npm ci` puts the mock library (architecture §5). */
 export const MOCK_DCMI_LIBRARY = path.join(PROJECT_ROOT, 'build', 'Release', 'libdcmi.so');
+/** Where `npm ci` puts the mock switch library `liblingqu-dcmi.so` (spec L.9, scenarios/README.md "Switch"). */
+export const MOCK_SWITCH_LIBRARY = path.join(PROJECT_ROOT, 'build', 'Release', 'liblingqu-dcmi.so');
 /** Where `npm ci` puts the mock `hccn_tool` (architecture §5). */
 export const MOCK_HCCN_TOOL = path.join(PROJECT_ROOT, 'build', 'Release', 'hccn_tool');

@@ -18,10 +18,11 @@ import type { AllocateResponse__Output } from '../generated/deviceplugin/v1beta1
 import { AgentStartError, runAgent, type AgentHandle } from '../agent/run-agent.js';
 import { parseAgentArgs } from '../cli/agent-flags.js';
 import { chipName, phyIdOfName } from '../core/device-names.js';
-import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, PROJECT_ROOT } from '../core/paths.js';
+import { MOCK_DCMI_LIBRARY, MOCK_HCCN_TOOL, MOCK_SWITCH_LIBRARY, PROJECT_ROOT } from '../core/paths.js';
 import {
   DEVICE_INFO_NAMESPACE,
   KEY_DEVICE_INFO,
+  KEY_SWITCH_INFO,
   KEY_MANUALLY_SEPARATE,
   deviceInfoConfigMapName,
   verifyDeviceInfoCfg,
@@ -201,6 +202,35 @@ export function sandboxFlags(
     `-deviceResetTimeout=10`,
     ...(extra.kubeconfig ? [`-kubeconfig=${extra.kubeconfig}`] : []),
   ];
+}
+
+/**
+ * One line for a `SwitchInfoCfg` value (spec L.9): the node status, the level and the faults as
+ * `<assembled code>@<chip>/<port>`; `quiet` when it holds no fault and the node status is Healthy.
+ */
+export function switchLine(value: string): { text: string; quiet: boolean } {
+  let info: { FaultCode?: unknown; FaultLevel?: unknown; NodeStatus?: unknown };
+  try {
+    info = JSON.parse(value) as typeof info;
+  } catch {
+    return { text: `SwitchInfoCfg is not JSON (${value.length} bytes)`, quiet: false };
+  }
+  const faults = Array.isArray(info.FaultCode) ? info.FaultCode : [];
+  const shown = faults.slice(0, 4).map((f) => {
+    try {
+      const o = JSON.parse(String(f)) as { AssembledFaultCode?: string; SwitchChipId?: number; SwitchPortId?: number };
+      return `${o.AssembledFaultCode ?? '?'}@${o.SwitchChipId ?? '?'}/${o.SwitchPortId ?? '?'}`;
+    } catch {
+      return '?';
+    }
+  });
+  const more = faults.length > shown.length ? ` … (${faults.length} in all)` : '';
+  const status = typeof info.NodeStatus === 'string' ? info.NodeStatus : '';
+  const level = typeof info.FaultLevel === 'string' && info.FaultLevel !== '' ? info.FaultLevel : '-';
+  return {
+    text: `NodeStatus=${status} FaultLevel=${level} faults=${faults.length}${shown.length ? ` ${shown.join(' ')}${more}` : ''}`,
+    quiet: faults.length === 0 && status === 'Healthy',
+  };
 }
 
 interface Row {
@@ -394,6 +424,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'SwitchFaultCode.json'), path.join(dir, 'SwitchFaultCode.json'));
     kubelet = await KubeletSimulator.start({
       dir: path.join(dir, 'kubelet'),
       podResourcesSocket: path.join(dir, 'pr.sock'),
@@ -407,6 +438,12 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
       dcmiLibrary: opts.dcmiLibrary,
       metricsAddress: opts.metricsAddress,
     });
+    // spec L.9: the switch library is opened on 910A3 nodes only; a scenario without `switch` makes lq_dcmi_init
+    // fail there (switch faults off, one warning)
+    flags.push(
+      `-switchLibrary=${MOCK_SWITCH_LIBRARY}`,
+      `-switchFaultCodeFile=${path.join(dir, 'SwitchFaultCode.json')}`,
+    );
     const parsed = parseAgentArgs([...flags, ...opts.agentFlags.map((f) => f.replaceAll(SANDBOX_TOKEN, dir))], {
       NODE_NAME: SIM_NODE_NAME,
     });
@@ -452,7 +489,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     let lastWrite = '-';
     let writes = 0;
     let lastRv = '';
-    const cmState = (): { manual: string; update: string; valid: boolean } | undefined => {
+    const cmState = (): { manual: string; update: string; valid: boolean; switchInfo?: string } | undefined => {
       const cm = api!.store.get(api!.resourceType('', 'configmaps'), DEVICE_INFO_NAMESPACE, cmName) as
         k8s.V1ConfigMap | undefined;
       if (!cm) return undefined;
@@ -463,7 +500,13 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
         lastWrite = `${((Date.now() - started) / 1000).toFixed(1)} s`;
       }
       const cfg = cm.data?.[KEY_DEVICE_INFO] ?? '';
-      return { manual: cm.data?.[KEY_MANUALLY_SEPARATE] ?? '', update: lastWrite, valid: verifyDeviceInfoCfg(cfg) };
+      const sw = cm.data?.[KEY_SWITCH_INFO];
+      return {
+        manual: cm.data?.[KEY_MANUALLY_SEPARATE] ?? '',
+        update: lastWrite,
+        valid: verifyDeviceInfoCfg(cfg),
+        ...(sw === undefined ? {} : { switchInfo: sw }),
+      };
     };
     const rows = (): Row[] => {
       const seen = kubeletHealthByPhy(resources.map((r) => [r, kubelet!.devices(r) ?? []]));
@@ -488,6 +531,9 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
         if (r.level === 'NormalNPU' && plainKubelet && r.network === 'Healthy' && r.manual === '') continue;
         say(`  ${r.chip.padEnd(13)} ${r.level.padEnd(20)} ${r.kubelet.padEnd(10)} ${r.network.padEnd(10)} ${r.manual}`);
       }
+      // spec L.9: the node's switch (910A3), shown once it has a fault or its node status is not Healthy
+      const sw = cm?.switchInfo === undefined ? undefined : switchLine(cm.switchInfo);
+      if (sw !== undefined && !sw.quiet) say(`  switch        ${sw.text}`);
       const known = rows().filter((r) => r.kubelet !== '-');
       const healthy = known.filter((r) => r.kubelet === 'Healthy').length;
       say(
@@ -602,6 +648,13 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
             say(`  mock: ${lastVdevs}`);
             return;
           }
+          // a burst (the same op again within 300 ms, e.g. 16 switch ports going down): the table once, after the last
+          const i = steps.indexOf(s);
+          const next = steps[i + 1];
+          if (next !== undefined && next.op === s.op && next.t - s.t <= 300) {
+            say(describe(s));
+            return;
+          }
           // recoveries are held 1 s by the monitor (D.4); show the table once they have landed
           await new Promise((r) => setTimeout(r, PLAYER_OPS.has(s.op) ? 1200 : s.assertion === 'recover' ? 1300 : 300));
           table(describe(s));
@@ -625,6 +678,7 @@ export async function runSimulate(args: readonly string[], io: SimulateIo): Prom
     say(
       `  ConfigMap           ${writes} writes, ManuallySeparateNPU="${cm?.manual ?? ''}", CheckCode ${cm?.valid ? 'valid' : 'invalid'}`,
     );
+    if (cm?.switchInfo !== undefined) say(`  switch              ${switchLine(cm.switchInfo).text}`);
     say(`  Events              ${events.length}`);
     say(`  health mode         ${a.healthMode()}`);
     if (opts.hold) {
