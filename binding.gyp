@@ -34,6 +34,7 @@
       "product_name": "dcmi",
       "sources": [
         "native/mock/mock_abi.c",
+        "native/mock/mock_abi_v2.c",
         "native/mock/mock_control.c",
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",
