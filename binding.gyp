@@ -110,6 +110,20 @@
         "-Wall",
         "-Wextra"
       ]
+    },
+    {
+      "target_name": "dcmi_partial_v2",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "product_name": "dcmi_partial_v2",
+      "sources": [
+        "test/fixtures/native/partial_dcmi_v2.c"
+      ],
+      "cflags": [
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra"
+      ]
     }
   ]
 }
