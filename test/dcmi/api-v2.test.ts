@@ -202,7 +202,7 @@ describe('Dcmi methods routed to dcmiv2_* on an apiVersion 2 scenario', () => {
   });
 
   test('device-plugin B.7 getSuperPodInfo carries the A5 rack id, super-pod type and size', () => {
-    const sp = s.superPod as Record<string, number>;
+    const sp = s.superPod!;
     expect(h.dcmi.getSuperPodInfo(7, 0)).toEqual({
       sdid: 7,
       scaleType: sp.scaleType,
