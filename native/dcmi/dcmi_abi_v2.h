@@ -19,6 +19,18 @@
 extern "C" {
 #endif
 
+/* Electronic label (dcmiv2_get_device_elabel_info): five NUL-terminated strings of MAX_LENTH (256) bytes. */
+#define DCMI_ELABEL_LEN 256
+struct dcmi_elabel_info { /* size 1280, align 1 */
+  char product_name[DCMI_ELABEL_LEN];
+  char model[DCMI_ELABEL_LEN];
+  char manufacturer[DCMI_ELABEL_LEN];
+  char manufacturer_date[DCMI_ELABEL_LEN];
+  char serial_number[DCMI_ELABEL_LEN];
+};
+DCMI_ABI_ASSERT(sizeof(struct dcmi_elabel_info) == 1280, "sizeof dcmi_elabel_info");
+DCMI_ABI_ASSERT(offsetof(struct dcmi_elabel_info, serial_number) == 1024, "offsetof dcmi_elabel_info.serial_number");
+
 /* DCMI_FN(name, params), in the order of the upstream header. */
 #define DCMI_V2_FUNCTIONS(DCMI_FN)                                                                                 \
   DCMI_FN(dcmiv2_init, (void))                                                                                     \
@@ -50,7 +62,8 @@ extern "C" {
   DCMI_FN(dcmiv2_get_dcmi_version, (char *dcmi_ver, int buf_size))                                                 \
   DCMI_FN(dcmiv2_get_mainboard_id, (int dev_id, unsigned int *mainboard_id))                                       \
   DCMI_FN(dcmiv2_get_device_ip, (int dev_id, enum dcmi_port_type input_type, int port_id, struct dcmi_ip_addr *ip, \
-                                 struct dcmi_ip_addr *mask))
+                                 struct dcmi_ip_addr *mask))                                                       \
+  DCMI_FN(dcmiv2_get_device_elabel_info, (int dev_id, struct dcmi_elabel_info *elabel_info))
 
 #define DCMI_V2_DECLARE_PROTOTYPE(name, params) int name params;
 DCMI_V2_FUNCTIONS(DCMI_V2_DECLARE_PROTOTYPE)

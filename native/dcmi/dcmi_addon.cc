@@ -317,6 +317,7 @@ class DcmiLibrary : public Napi::ObjectWrap<DcmiLibrary> {
   Napi::Value V2GetUtilizationRate(const Napi::CallbackInfo& info);
   Napi::Value V2GetDeviceNetworkHealth(const Napi::CallbackInfo& info);
   Napi::Value V2SubscribeFaultEvents(const Napi::CallbackInfo& info);
+  Napi::Value V2GetElabelInfo(const Napi::CallbackInfo& info);
 
   std::shared_ptr<LibHandle> lib_;  // null once closed
   std::string path_;
@@ -463,6 +464,7 @@ Napi::Function DcmiLibrary::Define(Napi::Env env) {
           InstanceMethod<&DcmiLibrary::V2GetUtilizationRate>("v2GetUtilizationRate"),
           InstanceMethod<&DcmiLibrary::V2GetDeviceNetworkHealth>("v2GetDeviceNetworkHealth"),
           InstanceMethod<&DcmiLibrary::V2SubscribeFaultEvents>("v2SubscribeFaultEvents"),
+          InstanceMethod<&DcmiLibrary::V2GetElabelInfo>("v2GetElabelInfo"),
       });
 }
 
@@ -1246,6 +1248,22 @@ Napi::Value DcmiLibrary::V2SubscribeFaultEvents(const Napi::CallbackInfo& info) 
                    [dev](decltype(&::dcmiv2_subscribe_fault_event) fn, const struct dcmi_event_filter& filter) {
                      return fn(dev, filter, &dcmi_fault::Trampoline);  // the same trampoline as v1
                    });
+}
+
+Napi::Value DcmiLibrary::V2GetElabelInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_elabel_info);
+  struct dcmi_elabel_info label;
+  std::memset(&label, 0, sizeof label);
+  Check(env, fn(dev, &label), "dcmiv2_get_device_elabel_info");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("productName", FixedString(env, label.product_name, sizeof label.product_name));
+  out.Set("model", FixedString(env, label.model, sizeof label.model));
+  out.Set("manufacturer", FixedString(env, label.manufacturer, sizeof label.manufacturer));
+  out.Set("manufacturerDate", FixedString(env, label.manufacturer_date, sizeof label.manufacturer_date));
+  out.Set("serialNumber", FixedString(env, label.serial_number, sizeof label.serial_number));
+  return out;
 }
 
 #undef DCMI_SYMBOL

@@ -9,6 +9,7 @@
  * default apiVersion 1 it is the other way round (model_enter in mock_model.c).
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <string.h>
 
 #pragma GCC visibility push(default)
@@ -296,5 +297,25 @@ int dcmiv2_subscribe_fault_event(int dev_id, struct dcmi_event_filter filter, dc
     dev = c->device_id;
   }
   model_subscribe(m, card, dev, &filter, handler);
+  return model_leave(m, DCMI_OK);
+}
+
+/* ----------------------------------------------------------------------------- electronic label */
+
+/* Scenario "elabel" (absent: -8255); the serial number is the scenario's followed by the chip's phy id. */
+int dcmiv2_get_device_elabel_info(int dev_id, struct dcmi_elabel_info *elabel_info) {
+  struct mock_model *m;
+  struct chip *c;
+  int rc = enter_dev(FN_dcmiv2_get_device_elabel_info, dev_id, elabel_info != NULL, &m, &c);
+  if (rc) return model_leave(m, rc);
+  if (!m->sc->has_elabel) return model_leave(m, DCMI_ERR_NOT_SUPPORTED);
+  memset(elabel_info, 0, sizeof *elabel_info);
+  snprintf(elabel_info->product_name, DCMI_ELABEL_LEN, "%s", m->sc->elabel[0]);
+  snprintf(elabel_info->model, DCMI_ELABEL_LEN, "%s", m->sc->elabel[1]);
+  snprintf(elabel_info->manufacturer, DCMI_ELABEL_LEN, "%s", m->sc->elabel[2]);
+  snprintf(elabel_info->manufacturer_date, DCMI_ELABEL_LEN, "%s", m->sc->elabel[3]);
+  size_t n = strnlen(m->sc->elabel[4], DCMI_ELABEL_LEN - 4); /* the loader keeps room for the 3 digits */
+  memcpy(elabel_info->serial_number, m->sc->elabel[4], n);
+  snprintf(elabel_info->serial_number + n, 4, "%u", (unsigned)(unsigned char)c->phy_id); /* phy ids are 0..255 */
   return model_leave(m, DCMI_OK);
 }

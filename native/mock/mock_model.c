@@ -51,8 +51,10 @@ int model_on_own_thread(void) { return t_mock_thread; }
 static const char *const top_fields[] = {"chipName", "chipType", "chipVersion", "npuName", "aicoreCount", "boardId",
                                          "pcbId", "bomId", "slotId", "mainboardId", "dcmiVersion", "productType",
                                          "subscribe", "workMode", "hbmSizeMiB", "superPod", "timeline", "switch",
-                                         "description", "cards", "vnpuTemplates", "apiVersion", NULL};
+                                         "description", "cards", "vnpuTemplates", "apiVersion", "elabel", NULL};
 static const char *const spod_fields[] = {"superPodId", "serverId", "scaleType", "chassisId", "superPodType", NULL};
+static const char *const elabel_fields[] = {"productName", "model", "manufacturer", "manufacturerDate",
+                                            "serialNumber", NULL};
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
                                           "processes", "affinityCpu", "pcieBus", "dropped", "resetResult",
@@ -187,6 +189,16 @@ static int load_scenario(const mj_value *root, struct scenario *sc, char *msg) {
   v = 1; /* dcmi-abi.md §1.3: 2 = an Ascend910A5 driver, answering only the dcmiv2_* functions */
   if (get_int(msg, root, "", "apiVersion", 0, 1, 2, &v) < 0) return -1;
   sc->api_version = (int)v;
+  const mj_value *el = mj_get(root, "elabel");
+  if (el) {
+    if (el->type != MJ_OBJECT) return failf(msg, "elabel", "expected an object, found %s", found(el));
+    if (check_fields(msg, el, "elabel", elabel_fields)) return -1;
+    for (int i = 0; i < 5; i++) { /* the serial number gets the phy id appended: leave room for 3 digits */
+      size_t max = i == 4 ? DCMI_ELABEL_LEN - 4 : DCMI_ELABEL_LEN - 1;
+      if (get_str(msg, el, "elabel", elabel_fields[i], 0, max, sc->elabel[i], sizeof sc->elabel[i]) < 0) return -1;
+    }
+    sc->has_elabel = 1;
+  }
   const mj_value *sp = mj_get(root, "superPod");
   if (sp) {
     if (sp->type != MJ_OBJECT) return failf(msg, "superPod", "expected an object, found %s", found(sp));

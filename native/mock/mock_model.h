@@ -95,6 +95,8 @@ struct scenario {
   unsigned spod_id, server_id, scale_type;
   unsigned chassis_id, super_pod_type; /* scenario superPod.chassisId / superPodType (A5: rack id, super-pod type) */
   int api_version;                     /* scenario apiVersion: 1 dcmi_*, 2 dcmiv2_* (Ascend910A5) */
+  int has_elabel;                      /* scenario elabel: dcmiv2_get_device_elabel_info */
+  char elabel[5][DCMI_ELABEL_LEN];     /* product name, model, manufacturer, date, serial-number prefix */
   struct vnpu_template templates[MOCK_MAX_TEMPLATES]; /* scenario vnpuTemplates */
   int ntemplates;
   int ncards, nchips;

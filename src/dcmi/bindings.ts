@@ -55,6 +55,15 @@ export interface NativePcieInfo {
   funcId: number;
 }
 
+/** `struct dcmi_elabel_info` of `dcmiv2_get_device_elabel_info` (native/dcmi/dcmi_abi_v2.h). */
+export interface NativeElabelInfo {
+  productName: string;
+  model: string;
+  manufacturer: string;
+  manufacturerDate: string;
+  serialNumber: string;
+}
+
 export interface NativeHbmInfo {
   /** MiB */
   memorySize: number;
@@ -247,6 +256,8 @@ export interface NativeDcmiLibrary {
   v2GetHbmInfo(devId: number): NativeHbmInfo;
   v2GetUtilizationRate(devId: number, inputType: number): number;
   v2GetDeviceNetworkHealth(devId: number): Promise<number>;
+  /** `struct dcmi_elabel_info`: the five 256-byte strings cut at their first NUL */
+  v2GetElabelInfo(devId: number): NativeElabelInfo;
   /** `dcmiv2_subscribe_fault_event(devId, filter, trampoline)` (devId -1 = every chip); otherwise as the v1 one */
   v2SubscribeFaultEvents(
     devId: number,

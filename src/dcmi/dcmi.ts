@@ -16,6 +16,7 @@ import {
   type DcmiAddon,
   type NativeChipInfo,
   type NativeDcmiLibrary,
+  type NativeElabelInfo,
   type NativeFaultRecord,
 } from './bindings.js';
 import { DcmiCode, DcmiError, toDcmiError } from './errors.js';
@@ -813,6 +814,20 @@ export class Dcmi {
   setMultiDiePolicy(policy: 0 | 1): void {
     if (this.v2) throw this.noV2('dcmi_set_multi_die_policy'); // 910A3 only
     this.call('dcmi_set_multi_die_policy', () => this.lib.setMultiDiePolicy(policy));
+  }
+
+  /**
+   * The chip's electronic label (upstream DcGetCardElabel of dcmi_v2.go): DCMI v2 only. The v1 counterpart
+   * (`dcmi_get_card_elabel_v2`) is not bound (dcmi-abi.md §3: never called by the plugin), so a v1 library throws
+   * -8255 naming `dcmiv2_get_device_elabel_info`.
+   */
+  getElabel(cardId: number, deviceId: number): NativeElabelInfo {
+    const fn = 'dcmiv2_get_device_elabel_info';
+    if (!this.v2) {
+      throw new DcmiError(DcmiCode.NOT_SUPPORTED, fn, `${fn} is DCMI v2 only; this library answered dcmi_init (v1)`);
+    }
+    const dev = this.devId(fn, cardId, deviceId);
+    return this.call(fn, () => this.lib.v2GetElabelInfo(dev));
   }
 
   /** Network health; result 0..127 (§4.9). */

@@ -215,6 +215,17 @@ describe('Dcmi methods routed to dcmiv2_* on an apiVersion 2 scenario', () => {
     });
   });
 
+  test('upstream DcGetCardElabel getElabel returns the scenario label, the serial number ending in the phy id', () => {
+    const el = s.elabel as Record<string, string>;
+    expect(h.dcmi.getElabel(5, 0)).toEqual({
+      productName: el.productName,
+      model: el.model,
+      manufacturer: el.manufacturer,
+      manufacturerDate: el.manufacturerDate,
+      serialNumber: `${el.serialNumber}13`,
+    });
+  });
+
   test('dcmi-abi §4.9 getDeviceNetworkHealth goes through dcmiv2_get_device_network_health', async () => {
     const before = await calls(h, 'dcmiv2_get_device_network_health');
     await expect(h.dcmi.getDeviceNetworkHealth(1, 0)).resolves.toBe(0);
@@ -280,6 +291,28 @@ describe('Dcmi methods routed to dcmiv2_* on an apiVersion 2 scenario', () => {
     const byName = (await h.control.state()).counters.callsByName;
     const v1Calls = Object.keys(byName).filter((n) => n.startsWith('dcmi_') && n !== 'dcmi_init');
     expect(v1Calls).toEqual([]);
+  });
+});
+
+describe('getElabel outside a v2 scenario with a label', () => {
+  test('a v1 library: -8255 naming dcmiv2_get_device_elabel_info', async () => {
+    const h = await openMock('910b-8chip');
+    try {
+      expect(thrown(() => h.dcmi.getElabel(0, 0))).toMatchObject({ code: -8255, fn: 'dcmiv2_get_device_elabel_info' });
+    } finally {
+      h.close();
+    }
+  });
+
+  test('scenarios/README a v2 scenario without elabel: -8255', async () => {
+    const scenario = loadScenario('950-8chip');
+    delete scenario.elabel;
+    const h = await openMock(scenario);
+    try {
+      expect(thrown(() => h.dcmi.getElabel(0, 0))).toMatchObject({ code: -8255, fn: 'dcmiv2_get_device_elabel_info' });
+    } finally {
+      h.close();
+    }
   });
 });
 
