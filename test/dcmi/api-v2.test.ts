@@ -287,7 +287,7 @@ describe('Dcmi methods routed to dcmiv2_* on an apiVersion 2 scenario', () => {
     expect((err as Error).message).toContain('no dcmiv2_* counterpart');
   });
 
-  test('architecture §5 no v1 function answers on a v2 driver (the v1 calls made are refused with -8255)', async () => {
+  test('dcmi-abi §1.3 on a v2 driver Dcmi calls no v1 function but the dcmi_init probe', async () => {
     const byName = (await h.control.state()).counters.callsByName;
     const v1Calls = Object.keys(byName).filter((n) => n.startsWith('dcmi_') && n !== 'dcmi_init');
     expect(v1Calls).toEqual([]);
