@@ -4,11 +4,12 @@
  * `store.applyEvents`; the store hands re-sync requests back (`store.attachResync`).
  */
 import { errorMessage } from '../core/errors.js';
-import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
+import { hccnToolProblem, queryLinkStatus, queryPortTable, queryRoceStats } from '../dcmi/hccn.js';
 import { SwitchMonitor } from '../dcmi/switch-monitor.js';
 import { assembleSwitchCode } from '../kube/device-info-switch.js';
 import { hasParameterPlane } from '../core/chips.js';
 import { loadHangDetectionConfig } from '../health/hang-config.js';
+import { uboeMainBoard } from '../health/a5-planes.js';
 import { DEFAULT_CLOCK_TICKS, HangDetector, readClockTicksPerSecond } from '../health/hang-detector.js';
 import { HealthMonitor, type HealthMode } from '../health/monitor.js';
 import type { NodeStateStore } from '../state/store.js';
@@ -49,6 +50,13 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
     listWatchPeriodMs: flags.listWatchPeriod * 1000,
     ...(hccnUsable
       ? { linkStatus: async (phy: number) => (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status }
+      : {}),
+    // D.5/D.8 A5: the port table (UB hyper plane; UBoE parameter plane on UBoE main boards only, B.5)
+    ...(hccnUsable && kind === 'Ascend910A5'
+      ? {
+          portTable: (logicId: number) => queryPortTable({ toolPath: hccnTool, env: hccnEnv }, logicId),
+          uboePlane: uboeMainBoard(hw.dcmi, chips, log),
+        }
       : {}),
     linkQueryIntervalMs: flags.linkQueryInterval * 1000,
     observer: metrics.healthObserver(),
