@@ -39,7 +39,7 @@ afterEach(() => {
   rig = undefined;
 });
 
-async function setup(mainboardId: number, before: (h: MockHarness) => Promise<void>): Promise<Rig> {
+async function setup(mainboardId: number, before: (h: MockHarness) => Promise<unknown>): Promise<Rig> {
   const h = await openMock(scenario(mainboardId));
   await before(h);
   const clock = new FakeClock();
