@@ -39,6 +39,7 @@
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",
         "native/mock/mock_model.c",
+        "native/mock/mock_ports.c",
         "native/mock/mock_switch.c",
         "native/mock/mock_vdevice.c"
       ],

@@ -26,6 +26,7 @@
 
 #include "mock_json.h"
 #include "mock_model.h"
+#include "mock_ports.h"
 #include "mock_vdevice.h"
 
 #define MAX_BURST 10000000L
@@ -449,7 +450,8 @@ static void run_request(struct request *r) {
     if (!strcmp(ops[i].name, op)) o = &ops[i];
   if (!o) { /* the vNPU ops (mock_vdevice.c) */
     pthread_mutex_lock(&r->m->mu);
-    int vr = r->m->sc ? vdev_control(r->m->sc, op, r->req, &r->cl->out, r->msg) : -1;
+    int vr = r->m->sc ? ports_control(r->m->sc, op, r->req, &r->cl->out, r->msg) : -1;
+    if (vr == PORTS_NOT_MINE) vr = vdev_control(r->m->sc, op, r->req, &r->cl->out, r->msg);
     if (!r->m->sc) failf(r->msg, "", "mock not loaded");
     pthread_mutex_unlock(&r->m->mu);
     if (vr == 0) return;
@@ -459,7 +461,7 @@ static void run_request(struct request *r) {
     }
     reply_error(r->cl, "unknown op \"%s\" (fault, silentFault, health, link, drop, restore, processes, resetResult, "
                        "state, burst, stat, roceStat, switchFault, switchState, vdevs, createVdev, destroyVdev, "
-                       "vdevResult)", op);
+                       "vdevResult, port, ports)", op);
     return;
   }
   if (check_fields(r->msg, r->req, "", o->fields)) {

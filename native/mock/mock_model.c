@@ -58,7 +58,7 @@ static const char *const elabel_fields[] = {"productName", "model", "manufacture
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
                                           "processes", "affinityCpu", "pcieBus", "dropped", "resetResult",
-                                          "bootSeconds", "dieId", NULL};
+                                          "bootSeconds", "dieId", "ports", NULL};
 
 static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_value *o, const char *path) {
   long long v;
@@ -140,6 +140,7 @@ static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_v
                    die);
     c->has_die = 1;
   }
+  if (ports_load(msg, sc, c, o, path) < 0) return -1;
   cd->chip_index[c->device_id] = sc->nchips;
   sc->by_logic[c->logic_id] = sc->nchips;
   sc->by_phy[c->phy_id] = sc->nchips;

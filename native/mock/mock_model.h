@@ -16,6 +16,7 @@
 #include "dcmi_abi.h"
 #include "dcmi_abi_v2.h"
 #include "mock_fields.h"
+#include "mock_ports.h"
 #include "mock_switch.h"
 
 #define MAX_CARDS DCMI_CARD_LIST_LEN
@@ -69,6 +70,7 @@ struct chip {
   struct vdev vdevs[MOCK_MAX_VDEVS]; /* vNPUs created on the chip (mock_vdevice.c) */
   int nvdevs;
   int vdev_fail; /* 1: every dcmi_create_vdevice fails with -8005 (control op vdevResult) */
+  struct chip_ports ports; /* A5 UB / UBoE ports (mock_ports.c) */
 };
 
 struct card {

@@ -4,11 +4,15 @@
  * `store.applyEvents`; the store hands re-sync requests back (`store.attachResync`).
  */
 import { errorMessage } from '../core/errors.js';
-import { hccnToolProblem, queryLinkStatus, queryRoceStats } from '../dcmi/hccn.js';
+import { hccnToolProblem, queryLinkStatus, queryPortTable, queryRoceStats } from '../dcmi/hccn.js';
 import { SwitchMonitor } from '../dcmi/switch-monitor.js';
 import { assembleSwitchCode } from '../kube/device-info-switch.js';
 import { hasParameterPlane } from '../core/chips.js';
 import { loadHangDetectionConfig } from '../health/hang-config.js';
+import { uboeMainBoard } from '../health/a5-planes.js';
+import { loadDpuConfig } from '../dpu/config.js';
+import { discoverPcie, discoverUb } from '../dpu/discovery.js';
+import { DpuMonitor } from '../dpu/monitor.js';
 import { DEFAULT_CLOCK_TICKS, HangDetector, readClockTicksPerSecond } from '../health/hang-detector.js';
 import { HealthMonitor, type HealthMode } from '../health/monitor.js';
 import type { NodeStateStore } from '../state/store.js';
@@ -50,6 +54,13 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
     ...(hccnUsable
       ? { linkStatus: async (phy: number) => (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status }
       : {}),
+    // D.5/D.8 A5: the port table (UB hyper plane; UBoE parameter plane on UBoE main boards only, B.5)
+    ...(hccnUsable && kind === 'Ascend910A5'
+      ? {
+          portTable: (logicId: number) => queryPortTable({ toolPath: hccnTool, env: hccnEnv }, logicId),
+          uboePlane: uboeMainBoard(hw.dcmi, chips, log),
+        }
+      : {}),
     linkQueryIntervalMs: flags.linkQueryInterval * 1000,
     observer: metrics.healthObserver(),
     logger: log,
@@ -72,6 +83,7 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
   });
   ctx.cleanups.push('hang detector', () => hang.stop());
   const switchMonitor = hw.switch ? wireSwitch(ctx, hw, store) : undefined;
+  const dpu = kind === 'Ascend910A5' ? await wireDpu(ctx, hw, store) : undefined;
   store.attachResync({
     markResync: (ids, why) => monitor.markResync(ids, why),
     applied: () => resyncSettled(monitor),
@@ -83,13 +95,63 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
       hang.start();
       // spec L.9: the switch's start-up query and subscription, in the background (never delays registration)
       void switchMonitor?.start();
+      dpu?.start();
     },
     stop: () => {
       monitor.stop();
       hang.stop();
       switchMonitor?.stop();
+      dpu?.stop();
     },
   };
+}
+
+/**
+ * A5 DPU health (docs/super-node.md "DPU faults"): `-dpuConfigFile` read once, the DPUs discovered once under
+ * `-sysDir`, then the 5 s operstate poll feeding the store. Any problem leaves the feature off (logged once).
+ */
+async function wireDpu(ctx: AgentContext, hw: DcmiLayer, store: NodeStateStore): Promise<DpuMonitor | undefined> {
+  const { flags, log } = ctx;
+  const cfg = await loadDpuConfig(flags.dpuConfigFile);
+  if (!cfg.ok) {
+    if (cfg.missing) log.info({ file: flags.dpuConfigFile }, 'no DPU config file: DPU health is off');
+    else log.error({ reason: cfg.reason }, `DPU config unusable: ${cfg.reason}; DPU health is off`);
+    return undefined;
+  }
+  let found;
+  if (cfg.config.busType === 'ub') found = discoverUb(cfg.config, flags.sysDir);
+  else {
+    const cards: { cardId: number; busId: string }[] = [];
+    for (const c of hw.chips) {
+      if (cards.some((k) => k.cardId === c.cardId)) continue;
+      try {
+        cards.push({ cardId: c.cardId, busId: hw.dcmi.getPcieBusId(c.cardId, c.deviceId) });
+      } catch (err) {
+        log.warn(
+          { cardId: c.cardId, error: errorMessage(err) },
+          'PCIe bus id unreadable: card left out of DPU pairing',
+        );
+      }
+    }
+    found = discoverPcie(cfg.config, flags.sysDir, cards);
+  }
+  if (!found.ok) {
+    log.error({ reason: found.reason }, `DPU discovery: ${found.reason}`);
+    return undefined;
+  }
+  log.info(
+    { busType: found.pairing.busType, npuToDpus: Object.fromEntries(found.pairing.npuToDpus) },
+    'DPU health is on',
+  );
+  const m = new DpuMonitor({
+    pairing: found.pairing,
+    sysRoot: flags.sysDir,
+    clock: ctx.clock,
+    sink: (s) => store.setDpuState(s),
+    logger: log,
+  });
+  ctx.cleanups.push('dpu monitor', () => m.stop());
+  return m;
 }
 
 const MAX_LOGGED_CODES = 32;

@@ -131,6 +131,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
           },
         }
       : {}),
+    // A5 DPU health (docs/super-node.md "DPU faults"): `-DPUUnhealthy` while the DPU feature is on
+    dpuHealth: () => d.store.snapshot().dpu?.health,
     // spec B.3 mixed insert: the per-type names (the kubelet layer checked the node and refused a bad one first)
     ...(flags.use310PMixedInsert ? { mixedTypes: mixedInsertTypesOf(hw, log) } : {}),
     // spec H.2, L.9: 910A3/A5 always carry SwitchInfoCfg (the Go zero value while switch faults are off)

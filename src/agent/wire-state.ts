@@ -54,6 +54,7 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     chips: chips.map((c) => ({ logicId: c.logicId, phyId: c.phyId })),
     runMode,
     graceTolerance,
+    hyperPlane: kind === 'Ascend910A5', // D.6: hyper-plane codes and the derived UB codes
     ...(healthGroups ? { healthGroups } : {}),
   });
   const persistence = new EngineStatePersistence({

@@ -281,6 +281,12 @@ export const AGENT_FLAGS = {
     support: 'yes',
     help: 'hang detection config (D.9; defaults when absent or unusable)',
   },
+  dpuConfigFile: {
+    kind: 'string',
+    def: '/user/mindx-dl/dpu/dpu-config.json',
+    support: 'yes',
+    help: 'A5 DPU switch file (DPU health off when absent or unusable); the DPUs are read under -sysDir',
+  },
   resetTimePercent: {
     kind: 'int',
     def: 100,
@@ -553,6 +559,7 @@ export function parseAgentArgs(
     'hostRoot',
     'hangDetectionConfigFile',
     'nameCustomizationFile',
+    'dpuConfigFile',
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
   }

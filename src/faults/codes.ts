@@ -20,16 +20,37 @@ export const AIV_BUS_CODE: FaultCode = 0x80cb8009;
 export const RESET_FINISHED_CODE: FaultCode = 0x8c2fa009;
 // Card drop (spec D.5) is src/core/chips.ts's CARD_DROP_CODE: the DCMI layer synthesises it.
 
+/** A5 UBoE derived code: one bonding port down (upstream `UBOESubHealFaultCode`, SubHealthFaultCodes by default). */
+export const UBOE_SUBHEALTH_CODE: FaultCode = 0x110000002;
+/** A5 UBoE derived code: both bonding ports down (upstream `UBOEPreSeparateFaultCode`, PreSeparateNPUCodes). */
+export const UBOE_PRESEPARATE_CODE: FaultCode = 0x110001024;
+/** A5 UB (hyper-plane) port down (upstream `UBPortDownCode`). */
+export const UB_PORT_DOWN_CODE: FaultCode = 0x81b18603;
+/** A5 UB derived code: some, not all, chips of the node have a UB port down (upstream `UBSeparateFaultCode`). */
+export const UB_SEPARATE_CODE: FaultCode = 0x020001002;
+/** A5 UB derived code: every chip of the node has a UB port down (upstream `UBSubHealFaultCode`). */
+export const UB_SUBHEALTH_CODE: FaultCode = 0x020000002;
+
 /** Parameter-plane (network) codes (spec D.6). */
 export const PARAMETER_PLANE_CODES: ReadonlySet<FaultCode> = new Set([
   LINK_DOWN_CODE,
   UBOE_PORT_DOWN_CODE,
-  0x110000002,
-  0x110001024,
+  UBOE_SUBHEALTH_CODE,
+  UBOE_PRESEPARATE_CODE,
 ]);
 
+/** The A5 UBoE codes the health layer derives from the bonding-port down count (D.5: left out of the DCMI diff). */
+export const UBOE_DERIVED_CODES: ReadonlySet<FaultCode> = new Set([UBOE_SUBHEALTH_CODE, UBOE_PRESEPARATE_CODE]);
+
 /** Hyper-plane codes (A5 only, spec D.6). */
-export const HYPER_PLANE_CODES: ReadonlySet<FaultCode> = new Set([0x81b18603, 0x020001002, 0x020000002]);
+export const HYPER_PLANE_CODES: ReadonlySet<FaultCode> = new Set([
+  UB_PORT_DOWN_CODE,
+  UB_SEPARATE_CODE,
+  UB_SUBHEALTH_CODE,
+]);
+
+/** The A5 UB codes the fault engine derives across the node's chips (never read from DCMI). */
+export const UB_DERIVED_CODES: ReadonlySet<FaultCode> = new Set([UB_SEPARATE_CODE, UB_SUBHEALTH_CODE]);
 
 /** True for a parameter-plane (network) code: it only affects NetworkHealth (spec D.6, F.6). */
 export function isNetworkCode(code: FaultCode): boolean {

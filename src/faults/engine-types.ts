@@ -53,6 +53,12 @@ export interface EngineOptions {
    * engine runs.
    */
   graceTolerance?: boolean;
+  /**
+   * Ascend910A5 (spec D.6 "A5 is the same plus derived codes"): hyper-plane codes (UB) are applied to the chip's
+   * fault list instead of being ignored, and the node-wide UB codes 020001002 / 020000002 are derived from the
+   * chips with 81B18603 (docs/fault-engine.md "A5 hyper plane"). Default false.
+   */
+  hyperPlane?: boolean;
 }
 
 /** Input of one cycle. */

@@ -15,6 +15,10 @@ import {
   HBM_DOUBLE_BIT_CODE,
   HYPER_PLANE_CODES,
   RESET_FINISHED_CODE,
+  UB_DERIVED_CODES,
+  UB_PORT_DOWN_CODE,
+  UB_SEPARATE_CODE,
+  UB_SUBHEALTH_CODE,
   isNetworkCode,
   type FaultCode,
 } from './codes.js';
@@ -102,6 +106,8 @@ export interface ChipRuntime {
   recoveredInAdvance: FaultCode[];
   recoveredInAdvanceNetwork: FaultCode[];
   freqClear: Set<FaultCode>;
+  /** A5: 81B18603 was already in the chip list at the previous cycle (the one-cycle delay of 020001002). */
+  ubConfirmed: boolean;
   /** Needs evaluation in the next cycle even without events. */
   dirty: boolean;
   /** Earliest time (ms) at which time alone can change the chip's result; Infinity when none. */
@@ -140,6 +146,7 @@ function newChip(id: ChipIdentity): ChipRuntime {
     recoveredInAdvance: [],
     recoveredInAdvanceNetwork: [],
     freqClear: new Set(),
+    ubConfirmed: false,
     dirty: true,
     deadline: Infinity,
     view: null,
@@ -183,6 +190,8 @@ export class FaultEngine {
   /** @internal */ autofillReleaseAt: number | null = null;
   readonly runMode: RunMode;
   readonly graceTolerance: boolean;
+  /** See {@link EngineOptions.hyperPlane}. */
+  readonly hyperPlane: boolean;
   private readonly healthGroups: readonly (readonly number[])[];
   private readonly evaluateAll: boolean;
   /** Events of the current cycle by chip (reused between cycles). */
@@ -201,6 +210,7 @@ export class FaultEngine {
     this.policy = policy;
     this.runMode = options.runMode ?? 'Ascend910';
     this.graceTolerance = options.graceTolerance ?? false;
+    this.hyperPlane = options.hyperPlane ?? false;
     this.healthGroups = options.healthGroups ?? [];
     this.evaluateAll = options.evaluateAllChips ?? false;
     this.order = [...options.chips].sort((a, b) => a.logicId - b.logicId).map(newChip);
@@ -270,6 +280,7 @@ export class FaultEngine {
       chip.view = null;
       changed.push(chip.logicId);
     }
+    if (this.hyperPlane) this.deriveHyperPlane(now, transitions, changed);
     if (this.healthGroups.length > 0 && changed.length > 0) this.applyHealthGroups(transitions, changed);
     this.endOfCycle();
     return { transitions, resync, changed };
@@ -369,6 +380,7 @@ export class FaultEngine {
   private applyEvents(chip: ChipRuntime, events: readonly FaultEvent[], now: number, out: Transition[]): void {
     let chipEvents: HeldEvent[] = [];
     const netEvents: HeldEvent[] = [];
+    const hyperEvents: HeldEvent[] = [];
     for (const ev of events) {
       const e: HeldEvent = {
         code: ev.code,
@@ -378,7 +390,17 @@ export class FaultEngine {
       };
       if (ev.liveCodes !== undefined && ev.assertion === 'recover') this.liveOf.set(e, ev.liveCodes);
       if (isNetworkCode(ev.code)) netEvents.push(e);
-      else if (HYPER_PLANE_CODES.has(ev.code)) {
+      else if (HYPER_PLANE_CODES.has(ev.code) && this.hyperPlane) {
+        if (UB_DERIVED_CODES.has(ev.code)) {
+          out.push({
+            kind: 'event-ignored',
+            logicId: chip.logicId,
+            code: this.formatCode(ev.code),
+            assertion: ev.assertion,
+            reason: 'derived UB code: the engine derives it from 81B18603 across the node (D.6)',
+          });
+        } else hyperEvents.push(e);
+      } else if (HYPER_PLANE_CODES.has(ev.code)) {
         out.push({
           kind: 'event-ignored',
           logicId: chip.logicId,
@@ -421,6 +443,25 @@ export class FaultEngine {
         if (!durRules.has(e.code)) this.recordOccur(chip, e.code, e.time, freqRules.get(e.code));
       }
     }
+    // A5 hyper-plane codes (D.5 "analogous"): into the chip list, without the "DCMI still reports it" check (the
+    // health layer reads the UB ports, not only DCMI's list).
+    for (const e of hyperEvents) {
+      if (e.assertion === 'recover') {
+        if (!chip.faultCodes.includes(e.code)) chip.recoveredInAdvance.push(e.code);
+        else {
+          chip.faultCodes = removeAll(chip.faultCodes, e.code);
+          chip.faultTime.delete(e.code);
+          if (!durRules.has(e.code)) this.recordRecover(chip, e.code, e.time, freqRules.get(e.code));
+        }
+      } else if (e.assertion === 'once') chip.recoveredInAdvance.push(e.code);
+    }
+    for (const e of hyperEvents) {
+      if (e.assertion === 'recover') continue;
+      appendOnce(chip.faultCodes, e.code);
+      const t = chip.faultTime.get(e.code);
+      if (t === undefined || t > e.time) chip.faultTime.set(e.code, e.time);
+      if (!durRules.has(e.code)) this.recordOccur(chip, e.code, e.time, freqRules.get(e.code));
+    }
     // Network codes: same, without the "DCMI still reports it" check.
     if (netEvents.length > 0) {
       for (const e of netEvents) {
@@ -442,6 +483,44 @@ export class FaultEngine {
       }
     }
     this.setAlarmTimes(chip, now);
+  }
+
+  /**
+   * A5 UB derived codes across the node (upstream's overall hyper-plane fault): every chip with 81B18603 in its list
+   * gets 020000002 (SubHealth) when all chips of the node have it (a fabric-wide fault isolates no chip), else
+   * 020001002 (Separate) — but only from the second cycle that sees the chip's 81B18603, so that faults of several
+   * chips arriving in different cycles do not separate the first ones (upstream's one-cycle confirmation). A chip
+   * whose 81B18603 is gone loses both. A chip whose derived code changed is evaluated again in this cycle.
+   */
+  private deriveHyperPlane(now: number, out: Transition[], changed: number[]): void {
+    let downCount = 0;
+    for (const c of this.order) if (c.faultCodes.includes(UB_PORT_DOWN_CODE)) downCount++;
+    const all = downCount > 0 && downCount === this.order.length;
+    for (const chip of this.order) {
+      let want: FaultCode | null = null;
+      if (!chip.faultCodes.includes(UB_PORT_DOWN_CODE)) chip.ubConfirmed = false;
+      else if (all) want = UB_SUBHEALTH_CODE;
+      else if (chip.ubConfirmed) want = UB_SEPARATE_CODE;
+      else {
+        chip.ubConfirmed = true;
+        chip.dirty = true; // decided at the next cycle (the store's period tick runs one)
+      }
+      const stale = chip.faultCodes.filter((c) => UB_DERIVED_CODES.has(c) && c !== want);
+      const missing = want !== null && !chip.faultCodes.includes(want);
+      if (stale.length === 0 && !missing) continue;
+      for (const c of stale) {
+        chip.faultCodes = removeAll(chip.faultCodes, c);
+        chip.faultTime.delete(c);
+      }
+      if (want !== null && missing) {
+        chip.faultCodes.push(want);
+        chip.faultTime.set(want, now);
+      }
+      this.setAlarmTimes(chip, now);
+      this.evaluate(chip, now, out);
+      chip.view = null;
+      if (!changed.includes(chip.logicId)) changed.push(chip.logicId);
+    }
   }
 
   private setAlarmTimes(chip: ChipRuntime, now: number): void {

@@ -20,6 +20,11 @@ import {
   HYPER_PLANE_CODES,
   LINK_DOWN_CODE,
   PARAMETER_PLANE_CODES,
+  UBOE_DERIVED_CODES,
+  UBOE_PORT_DOWN_CODE,
+  UBOE_PRESEPARATE_CODE,
+  UBOE_SUBHEALTH_CODE,
+  UB_PORT_DOWN_CODE,
   parseHexCode,
   type FaultCode,
 } from '../faults/codes.js';
@@ -30,6 +35,7 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import { CardDrop } from './card-drop.js';
 import { HANG_FAULT_CODE } from './hang-detector.js';
 import type { LinkLimiter } from './link-limiter.js';
+import type { PortLimiter, PortPlanes } from './port-limiter.js';
 import {
   codeText,
   reportDcmiError,
@@ -56,6 +62,13 @@ export interface CompensationOptions {
   readonly listWatchPeriodMs: number;
   /** D.8; absent: no link checks. */
   readonly link?: LinkLimiter;
+  /** D.5/D.8 A5 port snapshot (UB ports, UBoE bonding ports); absent: no port checks. Used on Ascend910A5 only. */
+  readonly ports?: PortLimiter;
+  /**
+   * B.5/D.5: the A5 parameter plane is UBoE, on main boards 0x23/0x25/0x27 only (the wiring decides); without it an
+   * A5 chip has no parameter-plane link check.
+   */
+  readonly uboePlane?: boolean;
   /** Confirmation delay of the periodic reconcile; default 2000 (must exceed the recovery delay). */
   readonly confirmMs?: number;
   /** D.5 "unhealthy for longer than 5 min"; default 300 000. */
@@ -265,7 +278,9 @@ export class Compensation {
   /**
    * Reads the chip's DCMI codes (and link status) and diffs them against the store. Chip scope: DCMI codes minus
    * parameter- and hyper-plane codes. Network scope: DCMI's parameter-plane codes, or 0x81078603 when there are
-   * none and the link is not UP (D.8). Codes with a held recovery are left out (the recovery is on its way).
+   * none and the link is not UP (D.8). A5: the hyper plane (81B18603 from DCMI or a UB port not UP) with the chip
+   * scope, the UBoE plane (81078607 and its derived code from the bonding-port down count) as the network scope.
+   * Codes with a held recovery are left out (the recovery is on its way).
    */
   async #diffChip(
     chip: ChipAddress,
@@ -282,19 +297,52 @@ export class Compensation {
     const skip = (c: FaultCode): boolean =>
       c === HANG_FAULT_CODE || scope.skip.has(c) || this.#o.isHeld(chip.logicId, c);
     const result: ChipDiff = { occur: [], recover: [], codes };
+    const a5 = this.#o.chipKind === 'Ascend910A5';
+    // D.8: one port snapshot per diff (rate-limited by the limiter), shared by both A5 planes
+    let planes: Promise<PortPlanes | undefined> | undefined;
+    const portPlanes = (): Promise<PortPlanes | undefined> =>
+      (planes ??= this.#o.ports?.planes(chip.logicId, scope.cachedLinkOnly ?? false) ?? Promise.resolve(undefined));
     let view = this.#o.state.chip(chip.logicId);
     if (scope.chip && view) {
       const dcmiChip = new Set(
         codes.filter((c) => !PARAMETER_PLANE_CODES.has(c) && !HYPER_PLANE_CODES.has(c) && !skip(c)),
       );
-      const have = new Set(parseCodes(view.faultCodes).filter((c) => !skip(c)));
+      // hyper-plane codes live in the chip list on A5 but are diffed on their own below
+      const have = new Set(parseCodes(view.faultCodes).filter((c) => !HYPER_PLANE_CODES.has(c) && !skip(c)));
       const d = diffCodes(dcmiChip, have);
       result.occur.push(...d.occur);
       result.recover.push(...d.recover);
     }
+    if (scope.chip && a5) {
+      // D.5 hyper plane (A5 only): DCMI's UB port-down code, or 81B18603 when DCMI has none and a UB port is not UP.
+      // The node-wide derived codes (020001002 / 020000002) are the engine's: left out here.
+      const dcmiHyper = new Set(codes.filter((c) => c === UB_PORT_DOWN_CODE));
+      if (dcmiHyper.size === 0 && this.#o.ports) {
+        const p = await portPlanes();
+        if (p !== undefined && p.ub.status !== 'UP') dcmiHyper.add(UB_PORT_DOWN_CODE);
+      }
+      view = this.#o.state.chip(chip.logicId); // the port query awaited: read the store again
+      if (view) {
+        const have = new Set(parseCodes(view.faultCodes).filter((c) => c === UB_PORT_DOWN_CODE && !skip(c)));
+        const d = diffCodes(new Set([...dcmiHyper].filter((c) => !skip(c))), have);
+        result.occur.push(...d.occur);
+        result.recover.push(...d.recover);
+      }
+    }
     if (scope.net) {
-      const dcmiNet = new Set(codes.filter((c) => PARAMETER_PLANE_CODES.has(c)));
-      if (dcmiNet.size === 0 && hasParameterPlane(this.#o.chipKind) && this.#o.link) {
+      const dcmiNet = new Set(codes.filter((c) => PARAMETER_PLANE_CODES.has(c) && !UBOE_DERIVED_CODES.has(c)));
+      if (a5 && this.#o.uboePlane && this.#o.ports) {
+        // D.5/D.8 A5 UBoE: 81078607 when DCMI lists no network code and a bonding port is down; then the derived
+        // code of the down count (upstream's map: 1 → 110000002 SubHealth, 2 → 110001024 PreSeparate). An
+        // unreadable snapshot counts as DOWN with one port down (which ports is unknown).
+        const p = await portPlanes();
+        if (dcmiNet.size === 0 && p !== undefined && p.uboe.status !== 'UP') dcmiNet.add(UBOE_PORT_DOWN_CODE);
+        if (dcmiNet.has(UBOE_PORT_DOWN_CODE) && p !== undefined) {
+          const down = p.uboe.status === 'Abnormal' ? 1 : p.uboe.down;
+          if (down >= 2) dcmiNet.add(UBOE_PRESEPARATE_CODE);
+          else if (down === 1) dcmiNet.add(UBOE_SUBHEALTH_CODE);
+        }
+      } else if (dcmiNet.size === 0 && hasParameterPlane(this.#o.chipKind) && this.#o.link) {
         const status = await this.#o.link.status(chip.phyId, scope.cachedLinkOnly ?? false);
         if (status !== undefined && status !== 'UP') dcmiNet.add(LINK_DOWN_CODE);
       }

@@ -7,7 +7,8 @@
  *   current code list to the recoveries it releases (D.6), so the engine and the store never call the hardware;
  * - src/health/compensation.ts — D.5 lost-event compensation, the beyond-upstream periodic reconcile and its
  *   confirming read, with the card-drop tracker (src/health/card-drop.ts);
- * - src/health/link-limiter.ts — D.8 one real link query per chip per `-linkQueryInterval`.
+ * - src/health/link-limiter.ts — D.8 one real link query per chip per `-linkQueryInterval`;
+ * - src/health/port-limiter.ts — the A5 port snapshot (UB and UBoE ports, D.5/D.8), limited the same way.
  *
  * D.3: `dcmi_subscribe_fault_event` up to 3 attempts 1 s apart; 310/310B/310P always poll; all attempts failing →
  * polling mode for the life of the process. D.4: event id 0 is ignored, 0x8C2FA009 (reset finished) re-synchronises
@@ -17,7 +18,7 @@
  * Hang detection (D.9) is src/health/hang-detector.ts; its synthetic code is left out of the DCMI diff.
  */
 import type { ChipAddress, FaultEvent as DcmiFaultEvent, FaultOverflow, FaultSubscription } from '../dcmi/dcmi.js';
-import type { LinkStatus } from '../dcmi/hccn.js';
+import type { LinkStatus, PortTable } from '../dcmi/hccn.js';
 import { RESET_FINISHED_CODE, type FaultCode } from '../faults/codes.js';
 import type { FaultEvent } from '../faults/engine-types.js';
 import { subscribesToFaults, type ChipKind } from '../core/chips.js';
@@ -26,6 +27,7 @@ import { sleep, type Clock } from '../core/clock.js';
 import { Compensation } from './compensation.js';
 import { IntakeQueue } from './intake-queue.js';
 import { LinkLimiter } from './link-limiter.js';
+import { PortLimiter } from './port-limiter.js';
 import {
   codeText,
   reportDcmiError,
@@ -56,6 +58,13 @@ export interface HealthMonitorOptions {
   readonly listWatchPeriodMs: number;
   /** `hccn_tool -link -g` for a phy id (D.8); absent: no link checks. */
   readonly linkStatus?: (phyId: number) => Promise<LinkStatus>;
+  /**
+   * A5 only: `hccn_tool -g -dev_info -i <logicId>` parsed (D.5 hyper plane, D.8 UBoE bonding ports); absent: no port
+   * checks. Limited like the link query (one per chip per `linkQueryIntervalMs`).
+   */
+  readonly portTable?: (logicId: number) => Promise<PortTable>;
+  /** B.5/D.5: A5 on a UBoE main board (0x23/0x25/0x27): the parameter plane is the UBoE bonding ports. */
+  readonly uboePlane?: boolean;
   /** `-linkQueryInterval` × 1000; default 300 000 (upstream's 5 min). */
   readonly linkQueryIntervalMs?: number;
   /** D.4 recovery delay; default 1000. */
@@ -132,6 +141,15 @@ export class HealthMonitor {
           ...(options.linkQueryIntervalMs !== undefined ? { intervalMs: options.linkQueryIntervalMs } : {}),
         })
       : undefined;
+    const ports =
+      options.portTable && options.chipKind === 'Ascend910A5'
+        ? new PortLimiter({
+            query: options.portTable,
+            clock: options.clock,
+            logger: this.#log,
+            ...(options.linkQueryIntervalMs !== undefined ? { intervalMs: options.linkQueryIntervalMs } : {}),
+          })
+        : undefined;
     this.#compensation = new Compensation({
       dcmi: options.dcmi,
       chips: options.chips,
@@ -144,6 +162,8 @@ export class HealthMonitor {
       listWatchPeriodMs: options.listWatchPeriodMs,
       logger: this.#log,
       ...(link ? { link } : {}),
+      ...(ports ? { ports } : {}),
+      ...(options.uboePlane ? { uboePlane: true } : {}),
       ...(options.reconcileConfirmMs !== undefined ? { confirmMs: options.reconcileConfirmMs } : {}),
       ...(options.longUnhealthyMs !== undefined ? { longUnhealthyMs: options.longUnhealthyMs } : {}),
       ...(options.observer ? { observer: options.observer } : {}),

@@ -41,6 +41,8 @@ export interface DeviceInfoViewOptions {
    * fills it from the `Ascend310P` device type, which a mixed node does not have; Volcano is off in this mode).
    */
   readonly mixedTypes?: ReadonlyMap<number, string>;
+  /** A5 DPU health by NPU id (docs/super-node.md "DPU faults"); absent or undefined: the feature is off. */
+  readonly dpuHealth?: () => ReadonlyMap<number, string> | undefined;
 }
 
 function copiesOf(chipName: string, o: DeviceInfoViewOptions, inUse: ReadonlySet<string>): ShareCopyView[] {
@@ -114,6 +116,11 @@ export function deviceInfoViewOf(
     };
   });
   const switchInfo = o.switchInfoCfg?.();
+  const dpu = o.dpuHealth?.();
+  // the NPU of a device name is the number after its last '-', modulo 8 (upstream's isNpuMatched)
+  const dpuUnhealthy = dpu
+    ? out.filter((c) => dpu.get(Number(/-(\d+)$/.exec(c.name)?.[1] ?? NaN) % 8) === 'Unhealthy').map((c) => c.name)
+    : undefined;
   return {
     runMode: o.runMode,
     resourceName: o.resourceName,
@@ -124,5 +131,6 @@ export function deviceInfoViewOf(
     ...(o.rackId !== undefined ? { rackId: o.rackId } : {}),
     updateTimeSec: Math.floor(nowMs / 1000),
     ...(switchInfo !== undefined ? { switchInfoCfg: switchInfo } : {}),
+    ...(dpuUnhealthy !== undefined ? { dpuUnhealthy } : {}),
   };
 }

@@ -122,6 +122,11 @@ export interface DeviceInfoView {
   readonly previousDeviceList?: Readonly<Record<string, string>>;
   /** `SwitchInfoCfg` value (910A3/A5, spec L.9), written when present. */
   readonly switchInfoCfg?: string;
+  /**
+   * A5 DPU feature on (docs/super-node.md "DPU faults"): the device names whose NPU's DPU health is Unhealthy, listed
+   * under `<resourceName>-DPUUnhealthy`; absent (no key) while the feature is off.
+   */
+  readonly dpuUnhealthy?: readonly string[];
 }
 
 /** The result: the ConfigMap `data` and the pieces the write policy compares (spec H.4). */
@@ -386,6 +391,7 @@ export function buildDeviceList(view: DeviceInfoView): Record<string, string> {
     list[`${r}-Recovering`] = names((c) => c.resetting === true);
   }
   list[view.faultKey ?? `${r}-Fault`] = marshalGo(goSlice(faultEntries(view.chips).map(faultEntryGo)));
+  if (view.dpuUnhealthy !== undefined) list[`${r}-DPUUnhealthy`] = joinSorted(view.dpuUnhealthy);
   return list;
 }
 

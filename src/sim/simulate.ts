@@ -196,6 +196,7 @@ export function sandboxFlags(
     `-faultCustomizationFile=${path.join(dir, 'faultCustomization.json')}`,
     `-hangDetectionConfigFile=${path.join(dir, 'hangDetectionConfig.json')}`,
     `-nameCustomizationFile=${path.join(dir, 'deviceNameCustomization.json')}`, // spec L.6: absent unless a test writes it
+    `-dpuConfigFile=${path.join(dir, 'dpu-config.json')}`, // A5 DPU health: absent (off) unless a test writes it
     `-logFile=${extra.logFile ?? ''}`,
     `-metricsAddress=${extra.metricsAddress ?? '127.0.0.1:0'}`,
     `-listWatchPeriod=${extra.listWatchPeriod ?? 3}`,

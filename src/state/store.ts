@@ -17,6 +17,7 @@
  */
 import { isNetworkCode, LINK_DOWN_CODE, parseHexCode, type FaultCode } from '../faults/codes.js';
 import type { SwitchCodeLevel } from '../faults/switch-codes.js';
+import type { DpuState } from '../dpu/monitor.js';
 import {
   sameSwitchFaults,
   withSwitchEvents,
@@ -83,6 +84,8 @@ export interface NodeState {
   readonly manualSeparation: string;
   /** The node's 910A3 switch faults and their level table (spec L.9); empty where there is no switch library. */
   readonly switch: SwitchState;
+  /** A5 DPUs and each NPU's DPU health (docs/super-node.md "DPU faults"); absent while the feature is off. */
+  readonly dpu?: DpuState;
 }
 
 /** Spec L.9: what the switch library reports, and the SwitchFaultCode.json levels the projection applies. */
@@ -157,6 +160,8 @@ type Op = {
   all?: boolean;
   /** A switch input (spec L.9): the new switch state, or undefined when it did not change. */
   switch?: () => SwitchState | undefined;
+  /** A DPU input: the new DPU state. */
+  dpu?: DpuState;
 };
 
 /** What a chip state adds to the engine's view (see {@link ChipState}). */
@@ -259,6 +264,7 @@ export class NodeStateStore {
   readonly #seenViews = new Map<number, ChipView>();
   readonly #chipStates = new Map<number, ChipState>();
   #switch: SwitchState = NO_SWITCH;
+  #dpu: DpuState | undefined;
   readonly #parsed = new Map<string, FaultCode | null>();
   /** §3.10 health filter of the reset layer (hot-reset.md): chips reported Healthy / NetworkHealthy meanwhile. */
   #resetHealthy: ReadonlySet<number> = new Set();
@@ -456,6 +462,11 @@ export class NodeStateStore {
   }
 
   /** Spec L.9 / F.8: the SwitchFaultCode.json level table in use (the file, or the fault-config ConfigMap's key). */
+  /** A5 DPU poll (docs/super-node.md "DPU faults"): the DPUs' operstates and each NPU's DPU health. */
+  setDpuState(state: DpuState): void {
+    this.#submit({ cause: 'input', dpu: state });
+  }
+
   setSwitchLevels(levels: ReadonlyMap<string, SwitchCodeLevel>): void {
     this.#submit({
       cause: 'switch',
@@ -572,11 +583,13 @@ export class NodeStateStore {
     const manualSeparation = this.#engine.manualSeparationValue();
     const sw = op.switch?.();
     if (sw) this.#switch = sw;
+    if (op.dpu) this.#dpu = op.dpu;
     if (
       changed.length > 0 ||
       transitions.length > 0 ||
       manualSeparation !== this.#state.manualSeparation ||
-      sw !== undefined
+      sw !== undefined ||
+      op.dpu !== undefined
     ) {
       this.#publish(op, now, transitions, changed, result.resync, manualSeparation);
     }
@@ -598,6 +611,7 @@ export class NodeStateStore {
       chips: Object.freeze(this.#chips.map((c) => this.#chipStates.get(c.logicId)!)),
       manualSeparation,
       switch: this.#switch,
+      ...(this.#dpu ? { dpu: this.#dpu } : {}),
     });
     const change: StateChange = Object.freeze({
       cause: op.cause,

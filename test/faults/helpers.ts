@@ -40,9 +40,14 @@ export class Harness {
   readonly live = new Map<number, number[]>();
   readonly transitions: Transition[] = [];
 
-  constructor(policy: FaultPolicy, chips = 8, opts: { healthGroups?: number[][]; graceTolerance?: boolean } = {}) {
+  constructor(
+    policy: FaultPolicy,
+    chips = 8,
+    opts: { healthGroups?: number[][]; graceTolerance?: boolean; hyperPlane?: boolean } = {},
+  ) {
     this.engine = new FaultEngine(policy, {
       chips: Array.from({ length: chips }, (_, i) => ({ logicId: i, phyId: i })),
+      ...(opts.hyperPlane !== undefined ? { hyperPlane: opts.hyperPlane } : {}),
       ...(opts.healthGroups ? { healthGroups: opts.healthGroups } : {}),
       ...(opts.graceTolerance !== undefined ? { graceTolerance: opts.graceTolerance } : {}),
     });
