@@ -1,0 +1,112 @@
+/**
+ * Ascend910A5 served end to end (issue [N] item 3; spec B.3, C.4, L.8, H.3, I.1, I.2, A.2 step 8): the built agent
+ * on the mock with an Ascend950 scenario (detected through the v1 calls), the kubelet simulator and the API
+ * stand-in.
+ */
+import path from 'node:path';
+import { afterEach, describe, expect, test } from '@jest/globals';
+import type * as k8s from '@kubernetes/client-node';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { checkCodeOf, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
+import { AgentSandbox, NODE_NAME } from '../helpers/agent-process.js';
+
+let sb: AgentSandbox | undefined;
+afterEach(async () => {
+  await sb?.close();
+  sb = undefined;
+});
+
+const A5 = path.join(PROJECT_ROOT, 'scenarios', '950-8chip.json');
+const NPU = 'huawei.com/npu';
+
+async function startA5(before?: (s: AgentSandbox) => void): Promise<AgentSandbox> {
+  sb = await AgentSandbox.create(A5);
+  before?.(sb);
+  await sb.start([], {}, { resource: NPU });
+  return sb;
+}
+
+interface Cfg {
+  DeviceInfo: { DeviceList: Record<string, string>; UpdateTime: number };
+  SuperPodID: number;
+  ServerIndex: number;
+  CheckCode: string;
+  RackID?: number;
+}
+
+describe('spec B.3, C.1 Ascend910A5 registers huawei.com/npu', () => {
+  test('B.3 kubelet sees huawei.com/npu with the IDs npu-<phy>, all healthy', async () => {
+    const s = await startA5();
+    const devices = await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    expect(devices.map((d) => d.ID).sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `npu-${i}`).sort());
+    expect(devices.every((d) => d.health === 'Healthy')).toBe(true);
+    expect(s.kubelet.devices('huawei.com/Ascend910')).toBeUndefined();
+  });
+
+  test('C.4, L.8 Allocate on the A5 server sets HCCL_TOPO_FILE_PATH to the driver topology file of super-pod type 0', async () => {
+    const s = await startA5();
+    await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    const res = await s.kubelet.allocate(NPU, [['npu-2', 'npu-5']]);
+    const c = res.containerResponses[0]!;
+    expect(c.envs.HCCL_TOPO_FILE_PATH).toBe('/usr/local/Ascend/driver/topo/950/atlas_850_1.json');
+    expect(c.devices.map((d) => d.containerPath)).toEqual(
+      expect.arrayContaining(['/dev/davinci2', '/dev/davinci5', '/dev/davinci_manager']),
+    );
+  });
+});
+
+describe('spec H.3 the A5 device-info ConfigMap', () => {
+  test('H.3 DeviceList keys are huawei.com/npu…, names npu-<phy>, SuperPodID/ServerIndex from B.7, no RackID on a server', async () => {
+    const s = await startA5();
+    const data = await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
+    const cfg = JSON.parse(data[KEY_DEVICE_INFO]!) as Cfg;
+    expect(Object.keys(cfg.DeviceInfo.DeviceList).sort()).toEqual([
+      'huawei.com/npu',
+      'huawei.com/npu-Fault',
+      'huawei.com/npu-NetworkUnhealthy',
+      'huawei.com/npu-Recovering',
+      'huawei.com/npu-Unhealthy',
+    ]);
+    expect(cfg.DeviceInfo.DeviceList[NPU]).toBe([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `npu-${i}`).join(','));
+    expect([cfg.SuperPodID, cfg.ServerIndex]).toEqual([3, 5]);
+    expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode']);
+    expect(cfg.CheckCode).toBe(checkCodeOf(cfg.DeviceInfo.DeviceList, cfg.DeviceInfo.UpdateTime));
+  });
+});
+
+describe('spec I.1, I.2, A.2 step 8 the A5 node', () => {
+  test('I.1, I.2 labels and annotations of an A5 node', async () => {
+    const s = await startA5();
+    const node = await s.until(
+      () => (s.node()?.metadata?.annotations?.baseDeviceInfos ? s.node() : undefined),
+      'the node annotations',
+    );
+    const labels = node.metadata!.labels!;
+    expect(labels.servertype).toBe('npu-28');
+    expect(labels.accelerator).toBe('huawei-npu');
+    expect(labels['huawei.com/topotree.superpodid']).toBe('3');
+    expect(labels['huawei.com/topotree.rackid']).toBe('0');
+    expect(labels['huawei.com/topotree.serverid']).toBe('5');
+    const a = node.metadata!.annotations!;
+    expect(a.serverType).toBe('npu');
+    expect(a.rackID).toBeUndefined(); // server scene: only 1D/2D pods carry it
+    const base = JSON.parse(a.baseDeviceInfos!) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(base['npu-3']!)).toEqual(['DeviceID', 'IP', 'SuperDeviceID']);
+    expect(base['npu-3']).toEqual({ DeviceID: 3, IP: '', SuperDeviceID: 3 });
+  });
+
+  test('A.2 step 8 huawei.com/Ascend910 leaves the capacity and allocatable of an A5 node', async () => {
+    const s = await startA5((box) => {
+      const t = box.api.resourceType('', 'nodes');
+      const node = box.api.store.get(t, undefined, NODE_NAME) as k8s.V1Node;
+      const res = { 'huawei.com/Ascend910': '8', cpu: '64' };
+      box.api.store.update(t, undefined, NODE_NAME, { ...node, status: { capacity: res, allocatable: res } }, 'status');
+    });
+    const node = await s.until(
+      () => (s.node()?.status?.capacity?.['huawei.com/Ascend910'] === undefined ? s.node() : undefined),
+      'the capacity without huawei.com/Ascend910',
+    );
+    expect(node.status?.allocatable).toEqual({ cpu: '64' });
+    expect(node.status?.capacity).toEqual({ cpu: '64' });
+  });
+});
