@@ -5,7 +5,6 @@
  */
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import type * as k8s from '@kubernetes/client-node';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { checkCodeOf, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
 import { AgentSandbox, NODE_NAME } from '../helpers/agent-process.js';
@@ -98,7 +97,7 @@ describe('spec I.1, I.2, A.2 step 8 the A5 node', () => {
   test('A.2 step 8 huawei.com/Ascend910 leaves the capacity and allocatable of an A5 node', async () => {
     const s = await startA5((box) => {
       const t = box.api.resourceType('', 'nodes');
-      const node = box.api.store.get(t, undefined, NODE_NAME) as k8s.V1Node;
+      const node = box.api.store.get(t, undefined, NODE_NAME)!;
       const res = { 'huawei.com/Ascend910': '8', cpu: '64' };
       box.api.store.update(t, undefined, NODE_NAME, { ...node, status: { capacity: res, allocatable: res } }, 'status');
     });
