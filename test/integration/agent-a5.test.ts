@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { checkCodeOf, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
-import { AgentSandbox, NODE_NAME } from '../helpers/agent-process.js';
+import { AgentSandbox, deviceList, NODE_NAME, SEPARATE_CODE } from '../helpers/agent-process.js';
 
 let sb: AgentSandbox | undefined;
 afterEach(async () => {
@@ -70,6 +70,19 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
     expect([cfg.SuperPodID, cfg.ServerIndex]).toEqual([3, 5]);
     expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode']);
     expect(cfg.CheckCode).toBe(checkCodeOf(cfg.DeviceInfo.DeviceList, cfg.DeviceInfo.UpdateTime));
+  });
+
+  test('H.3 a SeparateNPU fault on npu-3: npu-3 in huawei.com/npu-Unhealthy and its fault entry named npu-3', async () => {
+    const s = await startA5();
+    await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
+    await s.mock({ op: 'fault', logicId: 3, eventId: SEPARATE_CODE, assertion: 'occur' });
+    const list = await s.until(
+      () => (deviceList(s)?.['huawei.com/npu-Unhealthy'] === 'npu-3' ? deviceList(s) : undefined),
+      'npu-3 in huawei.com/npu-Unhealthy',
+    );
+    expect(list[NPU]).toBe('npu-0,npu-1,npu-2,npu-4,npu-5,npu-6,npu-7');
+    const faults = JSON.parse(list['huawei.com/npu-Fault']!) as { npu_name: string; fault_code: string }[];
+    expect(faults.map((f) => [f.npu_name, f.fault_code])).toEqual([['npu-3', SEPARATE_CODE]]);
   });
 });
 
