@@ -34,6 +34,7 @@
       "product_name": "dcmi",
       "sources": [
         "native/mock/mock_abi.c",
+        "native/mock/mock_abi_v2.c",
         "native/mock/mock_control.c",
         "native/mock/mock_fields.c",
         "native/mock/mock_json.c",
@@ -103,6 +104,20 @@
       "product_name": "dcmi_partial",
       "sources": [
         "test/fixtures/native/partial_dcmi.c"
+      ],
+      "cflags": [
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra"
+      ]
+    },
+    {
+      "target_name": "dcmi_partial_v2",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "product_name": "dcmi_partial_v2",
+      "sources": [
+        "test/fixtures/native/partial_dcmi_v2.c"
       ],
       "cflags": [
         "-std=gnu11",

@@ -4,7 +4,9 @@
 // dlsym, return plain values or throw an Error carrying the DCMI return code. The functions that may block
 // (init, reset, boot status, network health, ...) run on the libuv thread pool and return Promises. Per-function
 // conventions (buffer sizes, pre-set inputs) follow spec/dcmi-abi.md §4; the fault subscription (§5) lives in
-// fault_channel.cc.
+// fault_channel.cc. The second API generation (`dcmiv2_*`, Ascend910A5, dcmi_abi_v2.h) is bound beside the first as
+// the `v2*` methods: one `devId` argument in place of (cardId, deviceId), the same marshalling otherwise; which
+// generation to call is decided in TypeScript (src/dcmi/dcmi.ts).
 #include <dlfcn.h>
 #include <napi.h>
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "dcmi_abi.h"
+#include "dcmi_abi_v2.h"
 #include "fault_channel.h"
 #include "napi_util.h"
 
@@ -40,6 +43,7 @@ struct LibHandle {
   bool dlclose_when_released = false;
 #define DCMI_SYMBOL_FIELD(name, params) decltype(&::name) name = nullptr;
   DCMI_BOUND_FUNCTIONS(DCMI_SYMBOL_FIELD)
+  DCMI_V2_FUNCTIONS(DCMI_SYMBOL_FIELD)
 #undef DCMI_SYMBOL_FIELD
   int (*mock_dcmi_configure)(const char* scenario_path, const char* control_path) = nullptr;
 
@@ -86,6 +90,94 @@ Napi::Object ChipInfoObject(Napi::Env env, const unsigned char* type, const unsi
   out.Set("chipVer", FixedString(env, ver, MAX_CHIP_NAME_LEN));
   out.Set("aicoreCnt", Napi::Number::New(env, aicore_cnt));
   return out;
+}
+
+Napi::Object BoardObject(Napi::Env env, const struct dcmi_board_info& board) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("boardId", Napi::Number::New(env, board.board_id));
+  out.Set("pcbId", Napi::Number::New(env, board.pcb_id));
+  out.Set("bomId", Napi::Number::New(env, board.bom_id));
+  out.Set("slotId", Napi::Number::New(env, board.slot_id));
+  return out;
+}
+
+Napi::Object ErrorCodesObject(Napi::Env env, int error_count, const unsigned int (&codes)[DCMI_MAX_ERROR_CODES]) {
+  Napi::Array list = Napi::Array::New(env);
+  uint32_t n = 0;
+  for (unsigned int code : codes) {
+    if (code != 0) list.Set(n++, Napi::Number::New(env, code));
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("errorCount", Napi::Number::New(env, error_count));
+  out.Set("codes", list);
+  return out;
+}
+
+Napi::Object IpPairObject(Napi::Env env, const struct dcmi_ip_addr& ip, const struct dcmi_ip_addr& mask) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ip", IpObject(env, ip));
+  out.Set("mask", IpObject(env, mask));
+  return out;
+}
+
+Napi::Object ProcessesObject(Napi::Env env, const struct dcmi_proc_mem_info (&procs)[DCMI_MAX_PROC_NUM], int proc_num) {
+  const int count = std::min(std::max(proc_num, 0), DCMI_MAX_PROC_NUM);
+  Napi::Array processes = Napi::Array::New(env, count);
+  for (int i = 0; i < count; ++i) {
+    Napi::Object p = Napi::Object::New(env);
+    p.Set("pid", Napi::Number::New(env, procs[i].proc_id));
+    p.Set("memBytes", Napi::Number::New(env, static_cast<double>(procs[i].proc_mem_usage)));
+    processes.Set(static_cast<uint32_t>(i), p);
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("procNum", Napi::Number::New(env, proc_num));
+  out.Set("processes", processes);
+  return out;
+}
+
+Napi::Object PcieObject(Napi::Env env, const struct dcmi_pcie_info_all& pcie) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("venderId", Napi::Number::New(env, pcie.venderid));
+  out.Set("subVenderId", Napi::Number::New(env, pcie.subvenderid));
+  out.Set("deviceId", Napi::Number::New(env, pcie.deviceid));
+  out.Set("subDeviceId", Napi::Number::New(env, pcie.subdeviceid));
+  out.Set("domain", Napi::Number::New(env, pcie.domain));
+  out.Set("busId", Napi::Number::New(env, pcie.bdf_busid));
+  out.Set("devId", Napi::Number::New(env, pcie.bdf_deviceid));
+  out.Set("funcId", Napi::Number::New(env, pcie.bdf_funcid));
+  return out;
+}
+
+Napi::Object HbmObject(Napi::Env env, const struct dcmi_hbm_info& hbm) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("memorySize", Napi::Number::New(env, static_cast<double>(hbm.memory_size)));
+  out.Set("freq", Napi::Number::New(env, hbm.freq));
+  out.Set("memoryUsage", Napi::Number::New(env, static_cast<double>(hbm.memory_usage)));
+  out.Set("temp", Napi::Number::New(env, hbm.temp));
+  out.Set("bandwidthUtilRate", Napi::Number::New(env, hbm.bandwith_util_rate));
+  return out;
+}
+
+Napi::Array DieArray(Napi::Env env, const struct dcmi_die_id& die) {
+  Napi::Array out = Napi::Array::New(env, DIE_ID_COUNT);
+  for (uint32_t i = 0; i < DIE_ID_COUNT; i++) out.Set(i, Napi::Number::New(env, die.soc_die[i]));
+  return out;
+}
+
+// The buffer argument of the device-info multiplexer (§4.5): *size = its length on input.
+struct InfoBuffer {
+  void* data;
+  unsigned int size;
+  uint8_t empty = 0;
+};
+
+void InfoBufferArg(const Napi::CallbackInfo& info, size_t index, InfoBuffer* out) {
+  Napi::Env env = info.Env();
+  if (!info[index].IsBuffer()) ThrowTypeError(env, "buf", "a Buffer");
+  Napi::Buffer<uint8_t> buf = info[index].As<Napi::Buffer<uint8_t>>();
+  if (buf.Length() > 0xFFFFFFFFu) ThrowTypeError(env, "buf", "at most 4 GiB long");
+  out->size = static_cast<unsigned int>(buf.Length());
+  out->data = buf.Length() > 0 ? static_cast<void*>(buf.Data()) : static_cast<void*>(&out->empty);
 }
 
 // An optional integer property of an options object (absent/undefined → fallback).
@@ -194,10 +286,42 @@ class DcmiLibrary : public Napi::ObjectWrap<DcmiLibrary> {
   Napi::Value SetMultiDiePolicy(const Napi::CallbackInfo& info);
   Napi::Value GetDeviceNetworkHealth(const Napi::CallbackInfo& info);
   Napi::Value MockConfigure(const Napi::CallbackInfo& info);
+  template <typename F, typename Call>
+  Napi::Value Subscribe(const Napi::CallbackInfo& info, size_t first, F fn, const char* name, Call call);
+
+  // The dcmiv2_* generation (dcmi_abi_v2.h): devId first, as the v1 method otherwise.
+  Napi::Value MissingSymbolsV2(const Napi::CallbackInfo& info);
+  Napi::Value V2Init(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceList(const Napi::CallbackInfo& info);
+  Napi::Value V2GetAllDeviceCount(const Napi::CallbackInfo& info);
+  Napi::Value V2GetPhyIdFromDevId(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDevIdFromPhyId(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceType(const Napi::CallbackInfo& info);
+  Napi::Value V2GetChipInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2GetBoardInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2GetMainboardId(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDcmiVersion(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceHealth(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceErrorCodes(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceIp(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2ResetDevice(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceBootStatus(const Napi::CallbackInfo& info);
+  Napi::Value V2GetOutbandChannelState(const Napi::CallbackInfo& info);
+  Napi::Value V2PreResetDevice(const Napi::CallbackInfo& info);
+  Napi::Value V2RescanDevice(const Napi::CallbackInfo& info);
+  Napi::Value V2GetProcMemInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceDieId(const Napi::CallbackInfo& info);
+  Napi::Value V2GetPcieInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2GetHbmInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2GetUtilizationRate(const Napi::CallbackInfo& info);
+  Napi::Value V2GetDeviceNetworkHealth(const Napi::CallbackInfo& info);
+  Napi::Value V2SubscribeFaultEvents(const Napi::CallbackInfo& info);
 
   std::shared_ptr<LibHandle> lib_;  // null once closed
   std::string path_;
   std::vector<std::string> missing_;
+  std::vector<std::string> missing_v2_;
 };
 
 #define DCMI_SYMBOL(name) Symbol(env, &LibHandle::name, #name)
@@ -249,6 +373,11 @@ DcmiLibrary::DcmiLibrary(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Dcmi
   if (lib->name == nullptr) missing_.push_back(#name);
   DCMI_BOUND_FUNCTIONS(DCMI_RESOLVE)
 #undef DCMI_RESOLVE
+#define DCMI_RESOLVE_V2(name, params)                                   \
+  lib->name = reinterpret_cast<decltype(&::name)>(dlsym(dl, #name)); \
+  if (lib->name == nullptr) missing_v2_.push_back(#name);
+  DCMI_V2_FUNCTIONS(DCMI_RESOLVE_V2)
+#undef DCMI_RESOLVE_V2
   lib->mock_dcmi_configure = reinterpret_cast<decltype(lib->mock_dcmi_configure)>(dlsym(dl, "mock_dcmi_configure"));
   lib_ = std::move(lib);
 }
@@ -307,6 +436,33 @@ Napi::Function DcmiLibrary::Define(Napi::Env env) {
           InstanceMethod<&DcmiLibrary::SetMultiDiePolicy>("setMultiDiePolicy"),
           InstanceMethod<&DcmiLibrary::GetDeviceNetworkHealth>("getDeviceNetworkHealth"),
           InstanceMethod<&DcmiLibrary::MockConfigure>("mockConfigure"),
+          InstanceMethod<&DcmiLibrary::MissingSymbolsV2>("missingSymbolsV2"),
+          InstanceMethod<&DcmiLibrary::V2Init>("v2Init"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceList>("v2GetDeviceList"),
+          InstanceMethod<&DcmiLibrary::V2GetAllDeviceCount>("v2GetAllDeviceCount"),
+          InstanceMethod<&DcmiLibrary::V2GetPhyIdFromDevId>("v2GetPhyIdFromDevId"),
+          InstanceMethod<&DcmiLibrary::V2GetDevIdFromPhyId>("v2GetDevIdFromPhyId"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceType>("v2GetDeviceType"),
+          InstanceMethod<&DcmiLibrary::V2GetChipInfo>("v2GetChipInfo"),
+          InstanceMethod<&DcmiLibrary::V2GetBoardInfo>("v2GetBoardInfo"),
+          InstanceMethod<&DcmiLibrary::V2GetMainboardId>("v2GetMainboardId"),
+          InstanceMethod<&DcmiLibrary::V2GetDcmiVersion>("v2GetDcmiVersion"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceHealth>("v2GetDeviceHealth"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceErrorCodes>("v2GetDeviceErrorCodes"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceIp>("v2GetDeviceIp"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceInfo>("v2GetDeviceInfo"),
+          InstanceMethod<&DcmiLibrary::V2ResetDevice>("v2ResetDevice"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceBootStatus>("v2GetDeviceBootStatus"),
+          InstanceMethod<&DcmiLibrary::V2GetOutbandChannelState>("v2GetOutbandChannelState"),
+          InstanceMethod<&DcmiLibrary::V2PreResetDevice>("v2PreResetDevice"),
+          InstanceMethod<&DcmiLibrary::V2RescanDevice>("v2RescanDevice"),
+          InstanceMethod<&DcmiLibrary::V2GetProcMemInfo>("v2GetProcMemInfo"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceDieId>("v2GetDeviceDieId"),
+          InstanceMethod<&DcmiLibrary::V2GetPcieInfo>("v2GetPcieInfo"),
+          InstanceMethod<&DcmiLibrary::V2GetHbmInfo>("v2GetHbmInfo"),
+          InstanceMethod<&DcmiLibrary::V2GetUtilizationRate>("v2GetUtilizationRate"),
+          InstanceMethod<&DcmiLibrary::V2GetDeviceNetworkHealth>("v2GetDeviceNetworkHealth"),
+          InstanceMethod<&DcmiLibrary::V2SubscribeFaultEvents>("v2SubscribeFaultEvents"),
       });
 }
 
@@ -443,12 +599,7 @@ Napi::Value DcmiLibrary::GetBoardInfo(const Napi::CallbackInfo& info) {
   struct dcmi_board_info board;
   std::memset(&board, 0, sizeof board);
   Check(env, fn(card, device, &board), "dcmi_get_device_board_info");
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("boardId", Napi::Number::New(env, board.board_id));
-  out.Set("pcbId", Napi::Number::New(env, board.pcb_id));
-  out.Set("bomId", Napi::Number::New(env, board.bom_id));
-  out.Set("slotId", Napi::Number::New(env, board.slot_id));
-  return out;
+  return BoardObject(env, board);
 }
 
 Napi::Value DcmiLibrary::GetMainboardId(const Napi::CallbackInfo& info) {
@@ -497,25 +648,27 @@ Napi::Value DcmiLibrary::GetDeviceErrorCodes(const Napi::CallbackInfo& info) {
   int error_count = 0;
   unsigned int codes[DCMI_MAX_ERROR_CODES] = {0};  // §4.3: zeroed, list_len 128
   Check(env, fn(card, device, &error_count, codes, DCMI_MAX_ERROR_CODES), "dcmi_get_device_errorcode_v2");
-  Napi::Array list = Napi::Array::New(env);
-  uint32_t n = 0;
-  for (unsigned int code : codes) {
-    if (code != 0) list.Set(n++, Napi::Number::New(env, code));
-  }
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("errorCount", Napi::Number::New(env, error_count));
-  out.Set("codes", list);
-  return out;
+  return ErrorCodesObject(env, error_count, codes);
 }
 
 Napi::Value DcmiLibrary::SubscribeFaultEvents(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int card = Int32Arg(info, 0, "cardId");
   const int device = Int32Arg(info, 1, "deviceId");
-  if (!info[2].IsFunction()) ThrowTypeError(env, "listener", "a function");
+  return Subscribe(info, 2, DCMI_SYMBOL(dcmi_subscribe_fault_event), "dcmi_subscribe_fault_event",
+                   [card, device](decltype(&::dcmi_subscribe_fault_event) fn, const struct dcmi_event_filter& filter) {
+                     return fn(card, device, filter, &dcmi_fault::Trampoline);  // §5.1: by value, 4th arg handler
+                   });
+}
+
+// The listener, filter and options arguments start at `first`; `call(fn, filter)` calls the library.
+template <typename F, typename Call>
+Napi::Value DcmiLibrary::Subscribe(const Napi::CallbackInfo& info, size_t first, F fn, const char* name, Call call) {
+  Napi::Env env = info.Env();
+  if (!info[first].IsFunction()) ThrowTypeError(env, "listener", "a function");
   struct dcmi_event_filter filter;  // §5.2: all-zero = no filtering
   std::memset(&filter, 0, sizeof filter);
-  const Napi::Value filter_arg = info[3];
+  const Napi::Value filter_arg = info[first + 1];
   if (!filter_arg.IsUndefined() && !filter_arg.IsNull()) {
     if (!filter_arg.IsObject()) ThrowTypeError(env, "filter", "an object");
     Napi::Object f = filter_arg.As<Napi::Object>();
@@ -529,23 +682,21 @@ Napi::Value DcmiLibrary::SubscribeFaultEvents(const Napi::CallbackInfo& info) {
         OptionalIntegerField(f, "nodeType", "filter.nodeType", 0, 255, "an integer in the uint8 range", 0));
   }
   uint32_t max_queue = kDefaultMaxQueue;
-  const Napi::Value options_arg = info[4];
+  const Napi::Value options_arg = info[first + 2];
   if (!options_arg.IsUndefined() && !options_arg.IsNull()) {
     if (!options_arg.IsObject()) ThrowTypeError(env, "options", "an object");
     max_queue = static_cast<uint32_t>(OptionalIntegerField(options_arg.As<Napi::Object>(), "maxQueue",
                                                            "options.maxQueue", 0, 4294967295.0,
                                                            "an integer in the uint32 range", kDefaultMaxQueue));
   }
-  auto fn = DCMI_SYMBOL(dcmi_subscribe_fault_event);
-
-  dcmi_fault::Channel* channel = dcmi_fault::CreateChannel(env, info[2].As<Napi::Function>(), max_queue);
+  dcmi_fault::Channel* channel = dcmi_fault::CreateChannel(env, info[first].As<Napi::Function>(), max_queue);
   // The new channel is current before the library is called, so an event fired during or right after the call
   // reaches it; the previous listener keeps its queued events (moved over on success, kept on failure).
   const dcmi_fault::Previous previous = dcmi_fault::Install(channel, this);
-  const int rc = fn(card, device, filter, &dcmi_fault::Trampoline);  // §5.1: filter by value, 4th arg handler
+  const int rc = call(fn, filter);
   if (rc != 0) {
     dcmi_fault::Rollback(previous, channel);
-    throw MakeCallError(env, rc, "dcmi_subscribe_fault_event");
+    throw MakeCallError(env, rc, name);
   }
   dcmi_fault::Commit(previous, channel);
   return env.Undefined();
@@ -581,10 +732,7 @@ Napi::Value DcmiLibrary::GetDeviceIp(const Napi::CallbackInfo& info) {
   std::memset(&mask, 0, sizeof mask);
   if (ipv6) ip.ip_type = DCMI_IPADDR_TYPE_V6;  // §4.4: pre-set on input for an IPv6 request
   Check(env, fn(card, device, static_cast<enum dcmi_port_type>(port_type), port_id, &ip, &mask), "dcmi_get_device_ip");
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("ip", IpObject(env, ip));
-  out.Set("mask", IpObject(env, mask));
-  return out;
+  return IpPairObject(env, ip, mask);
 }
 
 Napi::Value DcmiLibrary::GetDeviceType(const Napi::CallbackInfo& info) {
@@ -603,17 +751,13 @@ Napi::Value DcmiLibrary::GetDeviceInfo(const Napi::CallbackInfo& info) {
   const int device = Int32Arg(info, 1, "deviceId");
   const int main_cmd = Int32Arg(info, 2, "mainCmd");
   const unsigned int sub_cmd = Uint32Arg(info, 3, "subCmd");
-  if (!info[4].IsBuffer()) ThrowTypeError(env, "buf", "a Buffer");
-  Napi::Buffer<uint8_t> buf = info[4].As<Napi::Buffer<uint8_t>>();
-  if (buf.Length() > 0xFFFFFFFFu) ThrowTypeError(env, "buf", "at most 4 GiB long");
+  InfoBuffer buf;  // §4.5: *size = sizeof buffer on input
+  InfoBufferArg(info, 4, &buf);
   auto fn = DCMI_SYMBOL(dcmi_get_device_info);
-  unsigned int size = static_cast<unsigned int>(buf.Length());  // §4.5: *size = sizeof buffer on input
-  uint8_t empty = 0;
-  void* data = buf.Length() > 0 ? static_cast<void*>(buf.Data()) : static_cast<void*>(&empty);
   // main_cmd 12 is not an enumerator (§4.5); it is passed by numeric cast like upstream does.
-  Check(env, fn(card, device, static_cast<enum dcmi_main_cmd>(main_cmd), sub_cmd, data, &size),
+  Check(env, fn(card, device, static_cast<enum dcmi_main_cmd>(main_cmd), sub_cmd, buf.data, &buf.size),
         "dcmi_get_device_info");
-  return Napi::Number::New(env, size);
+  return Napi::Number::New(env, buf.size);
 }
 
 // §4.6: vdev_id and vfg_id 0xFFFFFFFF unless given, the template name NUL padded to 32 bytes, reserved zero.
@@ -735,18 +879,7 @@ Napi::Value DcmiLibrary::GetDeviceResourceInfo(const Napi::CallbackInfo& info) {
   std::memset(procs, 0, sizeof procs);
   int proc_num = 0;
   Check(env, fn(card, device, procs, &proc_num), "dcmi_get_device_resource_info");
-  const int count = std::min(std::max(proc_num, 0), DCMI_MAX_PROC_NUM);
-  Napi::Array processes = Napi::Array::New(env, count);
-  for (int i = 0; i < count; ++i) {
-    Napi::Object p = Napi::Object::New(env);
-    p.Set("pid", Napi::Number::New(env, procs[i].proc_id));
-    p.Set("memBytes", Napi::Number::New(env, static_cast<double>(procs[i].proc_mem_usage)));
-    processes.Set(static_cast<uint32_t>(i), p);
-  }
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("procNum", Napi::Number::New(env, proc_num));
-  out.Set("processes", processes);
-  return out;
+  return ProcessesObject(env, procs, proc_num);
 }
 
 Napi::Value DcmiLibrary::GetPcieInfoV2(const Napi::CallbackInfo& info) {
@@ -757,16 +890,7 @@ Napi::Value DcmiLibrary::GetPcieInfoV2(const Napi::CallbackInfo& info) {
   struct dcmi_pcie_info_all pcie;
   std::memset(&pcie, 0, sizeof pcie);
   Check(env, fn(card, device, &pcie), "dcmi_get_device_pcie_info_v2");
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("venderId", Napi::Number::New(env, pcie.venderid));
-  out.Set("subVenderId", Napi::Number::New(env, pcie.subvenderid));
-  out.Set("deviceId", Napi::Number::New(env, pcie.deviceid));
-  out.Set("subDeviceId", Napi::Number::New(env, pcie.subdeviceid));
-  out.Set("domain", Napi::Number::New(env, pcie.domain));
-  out.Set("busId", Napi::Number::New(env, pcie.bdf_busid));
-  out.Set("devId", Napi::Number::New(env, pcie.bdf_deviceid));
-  out.Set("funcId", Napi::Number::New(env, pcie.bdf_funcid));
-  return out;
+  return PcieObject(env, pcie);
 }
 
 Napi::Value DcmiLibrary::GetAffinityCpuInfo(const Napi::CallbackInfo& info) {
@@ -792,13 +916,7 @@ Napi::Value DcmiLibrary::GetHbmInfo(const Napi::CallbackInfo& info) {
   struct dcmi_hbm_info hbm;
   std::memset(&hbm, 0, sizeof hbm);
   Check(env, fn(card, device, &hbm), "dcmi_get_device_hbm_info");
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("memorySize", Napi::Number::New(env, static_cast<double>(hbm.memory_size)));
-  out.Set("freq", Napi::Number::New(env, hbm.freq));
-  out.Set("memoryUsage", Napi::Number::New(env, static_cast<double>(hbm.memory_usage)));
-  out.Set("temp", Napi::Number::New(env, hbm.temp));
-  out.Set("bandwidthUtilRate", Napi::Number::New(env, hbm.bandwith_util_rate));
-  return out;
+  return HbmObject(env, hbm);
 }
 
 // §4.8 die ID (soft share, spec L.7): the five words of soc_die, as unsigned numbers
@@ -811,9 +929,7 @@ Napi::Value DcmiLibrary::GetDeviceDie(const Napi::CallbackInfo& info) {
   struct dcmi_die_id die;
   std::memset(&die, 0, sizeof die);
   Check(env, fn(card, device, static_cast<enum dcmi_die_type>(type), &die), "dcmi_get_device_die_v2");
-  Napi::Array out = Napi::Array::New(env, DIE_ID_COUNT);
-  for (uint32_t i = 0; i < DIE_ID_COUNT; i++) out.Set(i, Napi::Number::New(env, die.soc_die[i]));
-  return out;
+  return DieArray(env, die);
 }
 
 Napi::Value DcmiLibrary::GetUtilizationRate(const Napi::CallbackInfo& info) {
@@ -860,6 +976,278 @@ Napi::Value DcmiLibrary::MockConfigure(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// ------------------------------------------------------------------------------------------ dcmiv2_* (A5)
+
+Napi::Value DcmiLibrary::MissingSymbolsV2(const Napi::CallbackInfo& info) {
+  Napi::Array out = Napi::Array::New(info.Env(), missing_v2_.size());
+  for (size_t i = 0; i < missing_v2_.size(); ++i) out.Set(static_cast<uint32_t>(i), missing_v2_[i]);
+  return out;
+}
+
+Napi::Value DcmiLibrary::V2Init(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Async(env, &LibHandle::dcmiv2_init, "dcmiv2_init", false,
+               [](decltype(&::dcmiv2_init) fn, int64_t*) { return fn(); });
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceList(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_list);
+  int device_num = 0;
+  int list[DCMI_CARD_LIST_LEN] = {0};  // upstream: an int[64] (HiAIMaxCardNum) list
+  Check(env, fn(list, &device_num, DCMI_CARD_LIST_LEN), "dcmiv2_get_device_list");
+  const int count = std::min(std::max(device_num, 0), DCMI_CARD_LIST_LEN);
+  Napi::Array devices = Napi::Array::New(env, count);
+  for (int i = 0; i < count; ++i) devices.Set(static_cast<uint32_t>(i), Napi::Number::New(env, list[i]));
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("deviceNum", Napi::Number::New(env, device_num));
+  out.Set("devices", devices);
+  return out;
+}
+
+Napi::Value DcmiLibrary::V2GetAllDeviceCount(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto fn = DCMI_SYMBOL(dcmiv2_get_all_device_count);
+  int count = 0;
+  Check(env, fn(&count), "dcmiv2_get_all_device_count");
+  return Napi::Number::New(env, count);
+}
+
+Napi::Value DcmiLibrary::V2GetPhyIdFromDevId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const unsigned int dev = Uint32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_chip_phy_id_by_dev_id);
+  unsigned int phy_id = 0;
+  Check(env, fn(dev, &phy_id), "dcmiv2_get_chip_phy_id_by_dev_id");
+  return Napi::Number::New(env, phy_id);
+}
+
+Napi::Value DcmiLibrary::V2GetDevIdFromPhyId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const unsigned int phy_id = Uint32Arg(info, 0, "phyId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_dev_id_by_chip_phy_id);
+  unsigned int dev = 0;
+  Check(env, fn(phy_id, &dev), "dcmiv2_get_dev_id_by_chip_phy_id");
+  return Napi::Number::New(env, dev);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceType(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_type);
+  unsigned int type = 0;
+  Check(env, fn(dev, reinterpret_cast<enum dcmi_unit_type*>(&type)), "dcmiv2_get_device_type");
+  return Napi::Number::New(env, type);
+}
+
+Napi::Value DcmiLibrary::V2GetChipInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_chip_info);
+  struct dcmi_chip_info_v2 chip;
+  std::memset(&chip, 0, sizeof chip);
+  Check(env, fn(dev, &chip), "dcmiv2_get_device_chip_info");
+  Napi::Object out = ChipInfoObject(env, chip.chip_type, chip.chip_name, chip.chip_ver, chip.aicore_cnt);
+  out.Set("npuName", FixedString(env, chip.npu_name, sizeof chip.npu_name));
+  return out;
+}
+
+Napi::Value DcmiLibrary::V2GetBoardInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_board_info);
+  struct dcmi_board_info board;
+  std::memset(&board, 0, sizeof board);
+  Check(env, fn(dev, &board), "dcmiv2_get_device_board_info");
+  return BoardObject(env, board);
+}
+
+Napi::Value DcmiLibrary::V2GetMainboardId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_mainboard_id);
+  unsigned int id = 0;
+  Check(env, fn(dev, &id), "dcmiv2_get_mainboard_id");
+  return Napi::Number::New(env, id);
+}
+
+Napi::Value DcmiLibrary::V2GetDcmiVersion(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto fn = DCMI_SYMBOL(dcmiv2_get_dcmi_version);
+  char version[DCMI_VERSION_BUF] = {0};  // as v1: 33 bytes, buf_size 33
+  Check(env, fn(version, DCMI_VERSION_BUF), "dcmiv2_get_dcmi_version");
+  return FixedString(env, version, sizeof version);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceHealth(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_health);
+  unsigned int health = 0;
+  Check(env, fn(dev, &health), "dcmiv2_get_device_health");
+  return Napi::Number::New(env, health);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceErrorCodes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_error_code_list);
+  int error_count = 0;
+  unsigned int codes[DCMI_MAX_ERROR_CODES] = {0};  // as v1 §4.3: zeroed, list_len 128
+  Check(env, fn(dev, &error_count, codes, DCMI_MAX_ERROR_CODES), "dcmiv2_get_device_error_code_list");
+  return ErrorCodesObject(env, error_count, codes);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceIp(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  const int port_type = Int32Arg(info, 1, "portType");
+  const int port_id = Int32Arg(info, 2, "portId");
+  const bool ipv6 = BoolArg(info, 3, "ipv6");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_ip);
+  struct dcmi_ip_addr ip;
+  struct dcmi_ip_addr mask;
+  std::memset(&ip, 0, sizeof ip);
+  std::memset(&mask, 0, sizeof mask);
+  if (ipv6) ip.ip_type = DCMI_IPADDR_TYPE_V6;  // as v1 §4.4
+  Check(env, fn(dev, static_cast<enum dcmi_port_type>(port_type), port_id, &ip, &mask), "dcmiv2_get_device_ip");
+  return IpPairObject(env, ip, mask);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  const int main_cmd = Int32Arg(info, 1, "mainCmd");
+  const unsigned int sub_cmd = Uint32Arg(info, 2, "subCmd");
+  InfoBuffer buf;
+  InfoBufferArg(info, 3, &buf);
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_info);
+  Check(env, fn(dev, static_cast<enum dcmi_main_cmd>(main_cmd), sub_cmd, buf.data, &buf.size),
+        "dcmiv2_get_device_info");
+  return Napi::Number::New(env, buf.size);
+}
+
+Napi::Value DcmiLibrary::V2ResetDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  const int channel = Int32Arg(info, 1, "channel");
+  return Async(env, &LibHandle::dcmiv2_reset_device, "dcmiv2_reset_device", false,
+               [dev, channel](decltype(&::dcmiv2_reset_device) fn, int64_t*) {
+                 return fn(dev, static_cast<enum dcmi_reset_channel>(channel));
+               });
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceBootStatus(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  return Async(env, &LibHandle::dcmiv2_get_device_boot_status, "dcmiv2_get_device_boot_status", true,
+               [dev](decltype(&::dcmiv2_get_device_boot_status) fn, int64_t* out) {
+                 unsigned int status = DCMI_BOOT_STATUS_FINISH;  // pre-set to 3, as upstream's v2 wrapper does
+                 const int rc = fn(dev, reinterpret_cast<enum dcmi_boot_status*>(&status));
+                 *out = status;
+                 return rc;
+               });
+}
+
+Napi::Value DcmiLibrary::V2GetOutbandChannelState(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  return Async(env, &LibHandle::dcmiv2_get_device_outband_channel_state, "dcmiv2_get_device_outband_channel_state",
+               true, [dev](decltype(&::dcmiv2_get_device_outband_channel_state) fn, int64_t* out) {
+                 int state = 0;
+                 const int rc = fn(dev, &state);
+                 *out = state;
+                 return rc;
+               });
+}
+
+Napi::Value DcmiLibrary::V2PreResetDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  return Async(env, &LibHandle::dcmiv2_pre_reset_device, "dcmiv2_pre_reset_device", false,
+               [dev](decltype(&::dcmiv2_pre_reset_device) fn, int64_t*) { return fn(dev); });
+}
+
+Napi::Value DcmiLibrary::V2RescanDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  return Async(env, &LibHandle::dcmiv2_rescan_device, "dcmiv2_rescan_device", false,
+               [dev](decltype(&::dcmiv2_rescan_device) fn, int64_t*) { return fn(dev); });
+}
+
+Napi::Value DcmiLibrary::V2GetProcMemInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_proc_mem_info);
+  struct dcmi_proc_mem_info procs[DCMI_MAX_PROC_NUM];  // as v1 §4.8: 32 entries
+  std::memset(procs, 0, sizeof procs);
+  int proc_num = 0;
+  Check(env, fn(dev, procs, &proc_num), "dcmiv2_get_device_proc_mem_info");
+  return ProcessesObject(env, procs, proc_num);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceDieId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  const int type = Int32Arg(info, 1, "dieType");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_die_id);
+  struct dcmi_die_id die;
+  std::memset(&die, 0, sizeof die);
+  Check(env, fn(dev, static_cast<enum dcmi_die_type>(type), &die), "dcmiv2_get_device_die_id");
+  return DieArray(env, die);
+}
+
+Napi::Value DcmiLibrary::V2GetPcieInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_pcie_info);
+  struct dcmi_pcie_info_all pcie;
+  std::memset(&pcie, 0, sizeof pcie);
+  Check(env, fn(dev, &pcie), "dcmiv2_get_device_pcie_info");
+  return PcieObject(env, pcie);
+}
+
+Napi::Value DcmiLibrary::V2GetHbmInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_hbm_info);
+  struct dcmi_hbm_info hbm;
+  std::memset(&hbm, 0, sizeof hbm);
+  Check(env, fn(dev, &hbm), "dcmiv2_get_device_hbm_info");
+  return HbmObject(env, hbm);
+}
+
+Napi::Value DcmiLibrary::V2GetUtilizationRate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  const int input_type = Int32Arg(info, 1, "inputType");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_device_utilization_rate);
+  unsigned int rate = 0;
+  Check(env, fn(dev, input_type, &rate), "dcmiv2_get_device_utilization_rate");
+  return Napi::Number::New(env, rate);
+}
+
+Napi::Value DcmiLibrary::V2GetDeviceNetworkHealth(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  return Async(env, &LibHandle::dcmiv2_get_device_network_health, "dcmiv2_get_device_network_health", true,
+               [dev](decltype(&::dcmiv2_get_device_network_health) fn, int64_t* out) {
+                 unsigned int result = 0;
+                 const int rc = fn(dev, reinterpret_cast<enum dcmi_rdfx_detect_result*>(&result));
+                 *out = result;
+                 return rc;
+               });
+}
+
+Napi::Value DcmiLibrary::V2SubscribeFaultEvents(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  return Subscribe(info, 1, DCMI_SYMBOL(dcmiv2_subscribe_fault_event), "dcmiv2_subscribe_fault_event",
+                   [dev](decltype(&::dcmiv2_subscribe_fault_event) fn, const struct dcmi_event_filter& filter) {
+                     return fn(dev, filter, &dcmi_fault::Trampoline);  // the same trampoline as v1
+                   });
+}
+
 #undef DCMI_SYMBOL
 
 Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
@@ -873,6 +1261,15 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   for (size_t i = 0; i < sizeof kBound / sizeof kBound[0]; ++i) bound.Set(static_cast<uint32_t>(i), kBound[i]);
   bound.Freeze();
   exports.Set("boundFunctions", bound);
+  static const char* const kBoundV2[] = {
+#define DCMI_NAME(name, params) #name,
+      DCMI_V2_FUNCTIONS(DCMI_NAME)
+#undef DCMI_NAME
+  };
+  Napi::Array bound_v2 = Napi::Array::New(env, sizeof kBoundV2 / sizeof kBoundV2[0]);
+  for (size_t i = 0; i < sizeof kBoundV2 / sizeof kBoundV2[0]; ++i) bound_v2.Set(static_cast<uint32_t>(i), kBoundV2[i]);
+  bound_v2.Freeze();
+  exports.Set("boundFunctionsV2", bound_v2);
   return exports;
 }
 

@@ -21,6 +21,7 @@
 int mock_dcmi_configure(const char *scenario_path, const char *control_path);
 #pragma GCC visibility pop
 
+#include "mock_abi_v2.h"
 #include "mock_control.h"
 #include "mock_fields.h"
 #include "mock_model.h"
@@ -35,7 +36,7 @@ __attribute__((used)) static const void *const all_exports[] = {
 #undef MOCK_FN_ADDR
 };
 
-static void put_chars(unsigned char *dst, size_t n, const char *src) {
+void put_chars(unsigned char *dst, size_t n, const char *src) {
   memset(dst, 0, n);
   size_t l = strlen(src);
   memcpy(dst, src, l < n ? l : n);
@@ -43,15 +44,30 @@ static void put_chars(unsigned char *dst, size_t n, const char *src) {
 
 /* ------------------------------------------------------------------------------ lifecycle */
 
-int dcmi_init(void) {
+int dcmi_init(void) { return mock_init_api(FN_dcmi_init, 1); }
+
+/* dcmi_init (api_version 1) and dcmiv2_init (2): loads the scenario and starts the control server. A scenario of the
+ * other generation (its apiVersion) makes the call fail with -8255, as v1 dcmi_init does on an Ascend910A5 driver
+ * (dcmi-abi.md §1.3), and leaves nothing loaded. */
+int mock_init_api(enum fn_index fn, int api_version) {
   struct mock_model *m;
-  if (model_enter(FN_dcmi_init, &m) == DCMI_OK) return model_leave(m, DCMI_OK);
+  int rc = model_enter(fn, &m);
+  if (rc != DCMI_ERR_INTERNAL) return model_leave(m, rc); /* loaded: OK, or -8255 for the other generation */
   model_leave(m, 0);
   pthread_mutex_lock(&m->life_mu);
   int r = model_load(m);
   if (r != 0) {
     pthread_mutex_unlock(&m->life_mu);
-    return r > 0 ? DCMI_OK : DCMI_ERR_INTERNAL;
+    if (r < 0) return DCMI_ERR_INTERNAL;
+    pthread_mutex_lock(&m->mu); /* loaded meanwhile by another thread */
+    int same = m->sc && m->sc->api_version == api_version;
+    pthread_mutex_unlock(&m->mu);
+    return same ? DCMI_OK : DCMI_ERR_NOT_SUPPORTED;
+  }
+  if (m->sc->api_version != api_version) {
+    model_unload(m);
+    pthread_mutex_unlock(&m->life_mu);
+    return DCMI_ERR_NOT_SUPPORTED;
   }
   const char *cp = model_control_path(m);
   struct mock_server *srv = NULL;
@@ -168,12 +184,16 @@ int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_in
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_get_device_chip_info_v2, card_id, device_id, chip_info != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
-  put_chars(chip_info->chip_type, MAX_CHIP_NAME_LEN, m->sc->chip_type);
-  put_chars(chip_info->chip_name, MAX_CHIP_NAME_LEN, m->sc->chip_name);
-  put_chars(chip_info->chip_ver, MAX_CHIP_NAME_LEN, m->sc->chip_ver);
-  put_chars(chip_info->npu_name, MAX_CHIP_NAME_LEN, m->sc->npu_name);
-  chip_info->aicore_cnt = m->sc->aicore;
+  chip_info_v2(m->sc, chip_info);
   return model_leave(m, DCMI_OK);
+}
+
+void chip_info_v2(const struct scenario *sc, struct dcmi_chip_info_v2 *chip_info) {
+  put_chars(chip_info->chip_type, MAX_CHIP_NAME_LEN, sc->chip_type);
+  put_chars(chip_info->chip_name, MAX_CHIP_NAME_LEN, sc->chip_name);
+  put_chars(chip_info->chip_ver, MAX_CHIP_NAME_LEN, sc->chip_ver);
+  put_chars(chip_info->npu_name, MAX_CHIP_NAME_LEN, sc->npu_name);
+  chip_info->aicore_cnt = sc->aicore;
 }
 
 int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info *chip_info) {
@@ -269,9 +289,13 @@ int dcmi_get_device_ip(int card_id, int device_id, enum dcmi_port_type input_typ
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_get_device_ip, card_id, device_id, ip != NULL && mask != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
-  if ((int)input_type != DCMI_ROCE_PORT) return model_leave(m, DCMI_ERR_PARAM);
-  if (ip->ip_type == DCMI_IPADDR_TYPE_V6) return model_leave(m, DCMI_ERR_NOT_SUPPORTED); /* the mock has no IPv6 */
-  if (!c->has_ip) return model_leave(m, DCMI_ERR_NOT_SUPPORTED);
+  return model_leave(m, chip_ip(c, (int)input_type, ip, mask));
+}
+
+int chip_ip(const struct chip *c, int input_type, struct dcmi_ip_addr *ip, struct dcmi_ip_addr *mask) {
+  if (input_type != DCMI_ROCE_PORT) return DCMI_ERR_PARAM;
+  if (ip->ip_type == DCMI_IPADDR_TYPE_V6) return DCMI_ERR_NOT_SUPPORTED; /* the mock has no IPv6 */
+  if (!c->has_ip) return DCMI_ERR_NOT_SUPPORTED;
   memset(ip, 0, sizeof *ip);
   memset(mask, 0, sizeof *mask);
   memcpy(ip->u_addr.ip4, c->ip, 4);
@@ -279,7 +303,7 @@ int dcmi_get_device_ip(int card_id, int device_id, enum dcmi_port_type input_typ
   static const unsigned char mask4[4] = {255, 255, 255, 0};
   memcpy(mask->u_addr.ip4, mask4, 4);
   mask->ip_type = DCMI_IPADDR_TYPE_V4;
-  return model_leave(m, DCMI_OK);
+  return DCMI_OK;
 }
 
 int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
@@ -288,20 +312,27 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_get_device_info, card_id, device_id, buf != NULL && size != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
-  if ((int)main_cmd == DCMI_MAIN_CMD_VDEV_MNG) return model_leave(m, vdev_device_info(m->sc, c, sub_cmd, buf, size));
-  if ((int)main_cmd == DCMI_MAIN_CMD_CHIP_INFO && sub_cmd == 1) {
-    if (!m->sc->has_spod) return model_leave(m, DCMI_ERR_NOT_SUPPORTED);
-    if (*size < sizeof(struct dcmi_spod_info)) return model_leave(m, DCMI_ERR_PARAM);
+  return model_leave(m, chip_device_info(m->sc, c, (int)main_cmd, sub_cmd, buf, size));
+}
+
+int chip_device_info(struct scenario *sc, struct chip *c, int main_cmd, unsigned sub_cmd, void *buf,
+                     unsigned *size) {
+  if (main_cmd == DCMI_MAIN_CMD_VDEV_MNG) return vdev_device_info(sc, c, sub_cmd, buf, size);
+  if (main_cmd == DCMI_MAIN_CMD_CHIP_INFO && sub_cmd == 1) {
+    if (!sc->has_spod) return DCMI_ERR_NOT_SUPPORTED;
+    if (*size < sizeof(struct dcmi_spod_info)) return DCMI_ERR_PARAM;
     struct dcmi_spod_info *s = buf;
     memset(s, 0, sizeof *s);
     s->sdid = c->logic_id;
-    s->scale_type = m->sc->scale_type;
-    s->super_pod_id = m->sc->spod_id;
-    s->server_id = m->sc->server_id;
+    s->scale_type = sc->scale_type;
+    s->super_pod_id = sc->spod_id;
+    s->server_id = sc->server_id;
+    s->chassis_id = sc->chassis_id;         /* upstream: RackID (A5) */
+    s->super_pod_type = sc->super_pod_type; /* upstream: super-pod type (A5 topology file) */
     *size = sizeof *s;
-    return model_leave(m, DCMI_OK);
+    return DCMI_OK;
   }
-  return model_leave(m, DCMI_ERR_NOT_SUPPORTED);
+  return DCMI_ERR_NOT_SUPPORTED;
 }
 
 int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
@@ -399,12 +430,16 @@ int dcmi_get_device_resource_info(int card_id, int device_id, struct dcmi_proc_m
   int rc = model_enter_chip(FN_dcmi_get_device_resource_info, card_id, device_id,
                             proc_info != NULL && proc_num != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
+  chip_procs(c, proc_info, proc_num);
+  return model_leave(m, DCMI_OK);
+}
+
+void chip_procs(const struct chip *c, struct dcmi_proc_mem_info *proc_info, int *proc_num) {
   for (int i = 0; i < c->processes; i++) {
     proc_info[i].proc_id = 10000 + i;
     proc_info[i].proc_mem_usage = PROC_MEM_BYTES;
   }
   *proc_num = c->processes;
-  return model_leave(m, DCMI_OK);
 }
 
 int dcmi_get_device_die_v2(int card_id, int device_id, enum dcmi_die_type input_type, struct dcmi_die_id *die_id) {
@@ -413,16 +448,20 @@ int dcmi_get_device_die_v2(int card_id, int device_id, enum dcmi_die_type input_
   int rc = model_enter_chip(FN_dcmi_get_device_die_v2, card_id, device_id, die_id != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
   if ((int)input_type != NDIE && (int)input_type != VDIE) return model_leave(m, DCMI_ERR_PARAM);
+  chip_die(c, (int)input_type, die_id);
+  return model_leave(m, DCMI_OK);
+}
+
+void chip_die(const struct chip *c, int input_type, struct dcmi_die_id *die_id) {
   if (c->has_die) { /* scenario "dieId" */
     for (int i = 0; i < DIE_ID_COUNT; i++) die_id->soc_die[i] = c->die[i];
-    return model_leave(m, DCMI_OK);
+    return;
   }
   die_id->soc_die[0] = 0x4D4F434Bu; /* "MOCK" */
   die_id->soc_die[1] = (unsigned)input_type;
   die_id->soc_die[2] = (unsigned)c->card_id;
   die_id->soc_die[3] = (unsigned)c->device_id;
   die_id->soc_die[4] = c->phy_id;
-  return model_leave(m, DCMI_OK);
 }
 
 int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info) {
@@ -430,6 +469,11 @@ int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_in
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_get_device_pcie_info_v2, card_id, device_id, pcie_info != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
+  chip_pcie(c, pcie_info);
+  return model_leave(m, DCMI_OK);
+}
+
+void chip_pcie(const struct chip *c, struct dcmi_pcie_info_all *pcie_info) {
   memset(pcie_info, 0, sizeof *pcie_info);
   pcie_info->venderid = 0x19e5;
   pcie_info->subvenderid = 0x0200;
@@ -439,7 +483,6 @@ int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_in
   pcie_info->bdf_busid = c->pcie_bus;
   pcie_info->bdf_deviceid = 0;
   pcie_info->bdf_funcid = 0;
-  return model_leave(m, DCMI_OK);
 }
 
 int dcmi_get_affinity_cpu_info_by_device_id(int card_id, int device_id, char *affinity_cpu, int *length) {
@@ -459,13 +502,17 @@ int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *h
   struct chip *c;
   int rc = model_enter_chip(FN_dcmi_get_device_hbm_info, card_id, device_id, hbm_info != NULL, &m, &c);
   if (rc) return model_leave(m, rc);
+  chip_hbm(m->sc, hbm_info);
+  return model_leave(m, DCMI_OK);
+}
+
+void chip_hbm(const struct scenario *sc, struct dcmi_hbm_info *hbm_info) {
   memset(hbm_info, 0, sizeof *hbm_info);
-  hbm_info->memory_size = m->sc->hbm_mib;
+  hbm_info->memory_size = sc->hbm_mib;
   hbm_info->freq = 1600;
   hbm_info->memory_usage = 0;
   hbm_info->temp = 40;
   hbm_info->bandwith_util_rate = 0;
-  return model_leave(m, DCMI_OK);
 }
 
 int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type, unsigned int *utilization_rate) {

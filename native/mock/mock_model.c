@@ -22,7 +22,8 @@ const char *const link_names[] = {"DOWN", "UP", NULL};
 
 const char *const fn_names[FN_COUNT] = {
 #define MOCK_FN_NAME(name, params) #name,
-    DCMI_BOUND_FUNCTIONS(MOCK_FN_NAME) DCMI_UNBOUND_FUNCTIONS(MOCK_FN_NAME)
+    DCMI_BOUND_FUNCTIONS(MOCK_FN_NAME) DCMI_UNBOUND_FUNCTIONS(MOCK_FN_NAME) "(v2 functions follow)",
+    DCMI_V2_FUNCTIONS(MOCK_FN_NAME)
 #undef MOCK_FN_NAME
 };
 
@@ -50,8 +51,8 @@ int model_on_own_thread(void) { return t_mock_thread; }
 static const char *const top_fields[] = {"chipName", "chipType", "chipVersion", "npuName", "aicoreCount", "boardId",
                                          "pcbId", "bomId", "slotId", "mainboardId", "dcmiVersion", "productType",
                                          "subscribe", "workMode", "hbmSizeMiB", "superPod", "timeline", "switch",
-                                         "description", "cards", "vnpuTemplates", NULL};
-static const char *const spod_fields[] = {"superPodId", "serverId", "scaleType", NULL};
+                                         "description", "cards", "vnpuTemplates", "apiVersion", NULL};
+static const char *const spod_fields[] = {"superPodId", "serverId", "scaleType", "chassisId", "superPodType", NULL};
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
                                           "processes", "affinityCpu", "pcieBus", "dropped", "resetResult",
@@ -183,15 +184,22 @@ static int load_scenario(const mj_value *root, struct scenario *sc, char *msg) {
   v = 65536;
   if (get_int(msg, root, "", "hbmSizeMiB", 0, 0, 1LL << 40, &v) < 0) return -1;
   sc->hbm_mib = (unsigned long long)v;
+  v = 1; /* dcmi-abi.md §1.3: 2 = an Ascend910A5 driver, answering only the dcmiv2_* functions */
+  if (get_int(msg, root, "", "apiVersion", 0, 1, 2, &v) < 0) return -1;
+  sc->api_version = (int)v;
   const mj_value *sp = mj_get(root, "superPod");
   if (sp) {
     if (sp->type != MJ_OBJECT) return failf(msg, "superPod", "expected an object, found %s", found(sp));
     if (check_fields(msg, sp, "superPod", spod_fields)) return -1;
-    long long a = 0, b = 0, c = 0;
+    long long a = 0, b = 0, c = 0, d = 0, e = 0;
     if (get_int(msg, sp, "superPod", "superPodId", 0, -2147483648LL, 0xFFFFFFFFLL, &a) < 0 ||
         get_int(msg, sp, "superPod", "serverId", 0, -2147483648LL, 0xFFFFFFFFLL, &b) < 0 ||
-        get_int(msg, sp, "superPod", "scaleType", 0, -2147483648LL, 0xFFFFFFFFLL, &c) < 0)
+        get_int(msg, sp, "superPod", "scaleType", 0, -2147483648LL, 0xFFFFFFFFLL, &c) < 0 ||
+        get_int(msg, sp, "superPod", "chassisId", 0, -2147483648LL, 0xFFFFFFFFLL, &d) < 0 ||
+        get_int(msg, sp, "superPod", "superPodType", 0, -2147483648LL, 0xFFFFFFFFLL, &e) < 0)
       return -1;
+    sc->chassis_id = (unsigned)d;
+    sc->super_pod_type = (unsigned)e;
     sc->has_spod = 1;
     sc->spod_id = (unsigned)a;
     sc->server_id = (unsigned)b;
@@ -381,7 +389,10 @@ int model_enter(enum fn_index fn, struct mock_model **m) {
   __atomic_fetch_add(&mm->calls[fn], 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&mm->mu);
   *m = mm;
-  return mm->sc ? DCMI_OK : DCMI_ERR_INTERNAL;
+  if (!mm->sc) return DCMI_ERR_INTERNAL;
+  /* One API generation per driver (scenario apiVersion): the other generation's calls are not supported. */
+  if ((fn > FN_V2_FIRST_MARK) != (mm->sc->api_version == 2)) return DCMI_ERR_NOT_SUPPORTED;
+  return DCMI_OK;
 }
 
 int model_leave(struct mock_model *m, int rc) {

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "dcmi_abi.h"
+#include "dcmi_abi_v2.h"
 #include "mock_fields.h"
 #include "mock_switch.h"
 
@@ -92,6 +93,8 @@ struct scenario {
   unsigned long long hbm_mib;
   int has_spod;
   unsigned spod_id, server_id, scale_type;
+  unsigned chassis_id, super_pod_type; /* scenario superPod.chassisId / superPodType (A5: rack id, super-pod type) */
+  int api_version;                     /* scenario apiVersion: 1 dcmi_*, 2 dcmiv2_* (Ascend910A5) */
   struct vnpu_template templates[MOCK_MAX_TEMPLATES]; /* scenario vnpuTemplates */
   int ntemplates;
   int ncards, nchips;
@@ -114,6 +117,8 @@ struct subscription {
 enum fn_index {
 #define MOCK_FN_ENUM(name, params) FN_##name,
   DCMI_BOUND_FUNCTIONS(MOCK_FN_ENUM) DCMI_UNBOUND_FUNCTIONS(MOCK_FN_ENUM)
+      FN_V2_FIRST_MARK, /* not a function: the dcmiv2_* ones (mock_abi_v2.c) follow */
+  DCMI_V2_FUNCTIONS(MOCK_FN_ENUM)
 #undef MOCK_FN_ENUM
       FN_COUNT
 };

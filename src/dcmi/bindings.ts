@@ -208,6 +208,52 @@ export interface NativeDcmiLibrary {
    * library without that symbol (e.g. the vendor's).
    */
   mockConfigure(scenarioPath: string | null, controlPath: string | null): void;
+
+  // ---- The second API generation (`dcmiv2_*`, Ascend910A5; native/dcmi/dcmi_abi_v2.h). One `devId` (the chip's
+  // logic ID, as upstream devmanager_v2.go passes it) replaces (cardId, deviceId); marshalling as the v1 method.
+  /** the `dcmiv2_*` functions that `dlsym` did not find; calling one throws code -99998 */
+  missingSymbolsV2(): string[];
+  v2Init(): Promise<void>;
+  /** `dcmiv2_get_device_list(list, &num, 64)`: `*device_num` as returned and the first min(num, 64) entries */
+  v2GetDeviceList(): { deviceNum: number; devices: number[] };
+  v2GetAllDeviceCount(): number;
+  v2GetPhyIdFromDevId(devId: number): number;
+  v2GetDevIdFromPhyId(phyId: number): number;
+  v2GetDeviceType(devId: number): number;
+  v2GetChipInfo(devId: number): NativeChipInfo;
+  v2GetBoardInfo(devId: number): NativeBoardInfo;
+  v2GetMainboardId(devId: number): number;
+  v2GetDcmiVersion(): string;
+  v2GetDeviceHealth(devId: number): number;
+  v2GetDeviceErrorCodes(devId: number): { errorCount: number; codes: number[] };
+  v2GetDeviceIp(
+    devId: number,
+    portType: number,
+    portId: number,
+    ipv6: boolean,
+  ): {
+    ip: NativeIpAddr;
+    mask: NativeIpAddr;
+  };
+  v2GetDeviceInfo(devId: number, mainCmd: number, subCmd: number, buf: Buffer): number;
+  v2ResetDevice(devId: number, channel: number): Promise<void>;
+  v2GetDeviceBootStatus(devId: number): Promise<number>;
+  v2GetOutbandChannelState(devId: number): Promise<number>;
+  v2PreResetDevice(devId: number): Promise<void>;
+  v2RescanDevice(devId: number): Promise<void>;
+  v2GetProcMemInfo(devId: number): NativeProcessInfo;
+  v2GetDeviceDieId(devId: number, dieType: number): number[];
+  v2GetPcieInfo(devId: number): NativePcieInfo;
+  v2GetHbmInfo(devId: number): NativeHbmInfo;
+  v2GetUtilizationRate(devId: number, inputType: number): number;
+  v2GetDeviceNetworkHealth(devId: number): Promise<number>;
+  /** `dcmiv2_subscribe_fault_event(devId, filter, trampoline)` (devId -1 = every chip); otherwise as the v1 one */
+  v2SubscribeFaultEvents(
+    devId: number,
+    listener: (record: NativeFaultRecord) => void,
+    filter?: { filterFlag?: number; eventId?: number; severity?: number; nodeType?: number },
+    options?: NativeSubscribeOptions,
+  ): void;
 }
 
 /** One `LqDcmiEvent` of the 910A3 switch library (native/dcmi/lingqu_abi.h, dcmi-abi.md §8). */
@@ -249,6 +295,8 @@ export interface DcmiAddon {
   LingquLibrary: new (libraryPath: string) => NativeLingquLibrary;
   /** the bound function names, in dcmi-abi.md §3 order */
   boundFunctions: readonly string[];
+  /** the bound `dcmiv2_*` function names (native/dcmi/dcmi_abi_v2.h order) */
+  boundFunctionsV2: readonly string[];
 }
 
 /** Loads the addon (once per process: Node caches native modules). */

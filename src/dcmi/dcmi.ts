@@ -2,10 +2,22 @@
  * The typed face of the DCMI binding: range checks of spec dcmi-abi.md §2.2, the per-function conventions of §4
  * (chip-info fallback, "all error codes" with the card-drop code, IP text, struct decoding) and fault events as
  * typed objects. Every failure is a {@link DcmiError} carrying the numeric code.
+ *
+ * Two API generations (dcmi-abi.md §1.3): `init()` tries v1 `dcmi_init`, then v2 `dcmiv2_init` (Ascend910A5), and
+ * every method then calls the generation that answered, with unchanged signatures. Under v2 a chip is addressed by
+ * one `dev_id`, its logic ID (as upstream devmanager_v2.go passes it); it appears as the only chip of a card whose
+ * card ID is that dev_id (`{logicId: d, phyId, cardId: d, deviceId: 0}`), so every `(cardId, deviceId)` method calls
+ * the v2 function with `dev_id = cardId`. docs/dcmi.md lists the v2 function behind each method.
  */
 import { inspect } from 'node:util';
 import { CARD_DROP_CODE } from '../core/chips.js';
-import { loadAddon, type DcmiAddon, type NativeDcmiLibrary, type NativeFaultRecord } from './bindings.js';
+import {
+  loadAddon,
+  type DcmiAddon,
+  type NativeChipInfo,
+  type NativeDcmiLibrary,
+  type NativeFaultRecord,
+} from './bindings.js';
 import { DcmiCode, DcmiError, toDcmiError } from './errors.js';
 
 /** dcmi-abi.md §2.2 and §4 limits. */
@@ -116,6 +128,39 @@ export interface FaultSubscription {
 
 const ASSERTIONS: readonly FaultAssertion[] = ['recover', 'occur', 'once'];
 
+/** The DCMI API generation a library answered `init()` with (dcmi-abi.md §1.3). */
+export type DcmiApiVersion = 1 | 2;
+
+/** Each v1 function the class calls → its `dcmiv2_*` counterpart (native/dcmi/dcmi_abi_v2.h); absent = none. */
+export const V2_FUNCTION: Readonly<Record<string, string>> = {
+  dcmi_init: 'dcmiv2_init',
+  dcmi_get_card_list: 'dcmiv2_get_device_list',
+  dcmi_get_device_phyid_from_logicid: 'dcmiv2_get_chip_phy_id_by_dev_id',
+  dcmi_get_device_logicid_from_phyid: 'dcmiv2_get_dev_id_by_chip_phy_id',
+  dcmi_get_device_chip_info_v2: 'dcmiv2_get_device_chip_info',
+  dcmi_get_device_chip_info: 'dcmiv2_get_device_chip_info',
+  dcmi_get_device_board_info: 'dcmiv2_get_device_board_info',
+  dcmi_get_mainboard_id: 'dcmiv2_get_mainboard_id',
+  dcmi_get_dcmi_version: 'dcmiv2_get_dcmi_version',
+  dcmi_get_device_health: 'dcmiv2_get_device_health',
+  dcmi_get_device_errorcode_v2: 'dcmiv2_get_device_error_code_list',
+  dcmi_subscribe_fault_event: 'dcmiv2_subscribe_fault_event',
+  dcmi_get_device_ip: 'dcmiv2_get_device_ip',
+  dcmi_get_device_type: 'dcmiv2_get_device_type',
+  dcmi_get_device_info: 'dcmiv2_get_device_info',
+  dcmi_set_device_reset: 'dcmiv2_reset_device',
+  dcmi_get_device_outband_channel_state: 'dcmiv2_get_device_outband_channel_state',
+  dcmi_pre_reset_soc: 'dcmiv2_pre_reset_device',
+  dcmi_rescan_soc: 'dcmiv2_rescan_device',
+  dcmi_get_device_boot_status: 'dcmiv2_get_device_boot_status',
+  dcmi_get_device_resource_info: 'dcmiv2_get_device_proc_mem_info',
+  dcmi_get_device_die_v2: 'dcmiv2_get_device_die_id',
+  dcmi_get_device_pcie_info_v2: 'dcmiv2_get_device_pcie_info',
+  dcmi_get_device_hbm_info: 'dcmiv2_get_device_hbm_info',
+  dcmi_get_device_utilization_rate: 'dcmiv2_get_device_utilization_rate',
+  dcmi_get_device_network_health: 'dcmiv2_get_device_network_health',
+};
+
 function checkRange(fn: string, what: string, value: number, min: number, max: number): void {
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new DcmiError(DcmiCode.PARAM, fn, `${what} ${value} is outside ${min}..${max}`);
@@ -125,6 +170,7 @@ function checkRange(fn: string, what: string, value: number, min: number, max: n
 /** One opened DCMI library. Construct with {@link Dcmi.open}. */
 export class Dcmi {
   private readonly cardDeviceCache = new Map<number, { cardId: number; deviceId: number }>();
+  private generation: DcmiApiVersion = 1;
 
   private constructor(private readonly lib: NativeDcmiLibrary) {}
 
@@ -145,9 +191,70 @@ export class Dcmi {
     return this.lib.closed;
   }
 
-  /** Bound functions the library lacks (each fails with -99998 when called). */
+  /**
+   * Bound functions the library lacks (each fails with -99998 when called): those of the generation `init()`
+   * detected, v1 before a v2 `init()`.
+   */
   missingSymbols(): string[] {
-    return this.lib.missingSymbols();
+    return this.generation === 2 ? this.lib.missingSymbolsV2() : this.lib.missingSymbols();
+  }
+
+  /** The `dcmiv2_*` functions the library lacks. */
+  missingSymbolsV2(): string[] {
+    return this.lib.missingSymbolsV2();
+  }
+
+  /** The API generation the last successful `init()` found: 1 (`dcmi_*`), 2 (`dcmiv2_*`, Ascend910A5). 1 before. */
+  apiVersion(): DcmiApiVersion {
+    return this.generation;
+  }
+
+  private get v2(): boolean {
+    return this.generation === 2;
+  }
+
+  /** The C function a v1-named call reaches in the current generation (for checks and error texts). */
+  private fnName(v1: string): string {
+    return this.v2 ? (V2_FUNCTION[v1] ?? v1) : v1;
+  }
+
+  /**
+   * Under v2: the dev_id of `(cardId, deviceId)`: the card ID, which must be a logic ID (0..255), device 0 (the
+   * addressing of the class comment).
+   */
+  private devId(fn: string, cardId: number, deviceId: number): number {
+    checkRange(fn, 'dev id (the card id under DCMI v2)', cardId, 0, DCMI_LIMITS.maxLogicId);
+    if (deviceId !== 0) {
+      throw new DcmiError(
+        DcmiCode.PARAM,
+        fn,
+        `device id ${deviceId}: under DCMI v2 every chip is card <dev_id>, device 0 (dev_id = logic id)`,
+      );
+    }
+    return cardId;
+  }
+
+  /**
+   * Checks `(cardId, deviceId)` for the current generation. v1: the v1 function name; v2: its `dcmiv2_*` name and
+   * the dev_id (a method without a v2 counterpart throws -8255 naming it).
+   */
+  private at(v1: string, cardId: number, deviceId: number): { fn: string; dev?: number } {
+    if (!this.v2) {
+      this.checkCardDevice(v1, cardId, deviceId);
+      return { fn: v1 };
+    }
+    const fn = V2_FUNCTION[v1];
+    if (fn === undefined) throw this.noV2(v1);
+    return { fn, dev: this.devId(fn, cardId, deviceId) };
+  }
+
+  /** A method with no `dcmiv2_*` counterpart, called on a v2 library. */
+  private noV2(fn: string): DcmiError {
+    return new DcmiError(
+      DcmiCode.NOT_SUPPORTED,
+      fn,
+      `${fn} has no dcmiv2_* counterpart: not available on this DCMI v2 (Ascend910A5) driver`,
+    );
   }
 
   /** Releases the subscription and unloads the library. Idempotent. */
@@ -180,9 +287,39 @@ export class Dcmi {
     return new DcmiError(DcmiCode.INVALID_OUTPUT, fn, detail);
   }
 
-  /** `dcmi_init` (off the JS thread). */
-  init(): Promise<void> {
-    return this.callAsync('dcmi_init', () => this.lib.init());
+  /**
+   * API-version detection and initialisation (dcmi-abi.md §1.3, device-plugin.md A.2 step 4): v1 `dcmi_init`; if it
+   * fails (for any reason, a missing symbol included), v2 `dcmiv2_init`. The first that succeeds fixes
+   * {@link apiVersion}. When both fail the error is v1's (`fn` dcmi_init, its code) and names v2's result too.
+   * Both run off the JS thread.
+   */
+  async init(): Promise<void> {
+    let v1: Error;
+    try {
+      await this.lib.init();
+      this.setGeneration(1);
+      return;
+    } catch (err) {
+      v1 = toDcmiError(err, 'dcmi_init');
+      if (v1 instanceof TypeError) throw v1;
+    }
+    try {
+      await this.lib.v2Init();
+      this.setGeneration(2);
+      return;
+    } catch (err) {
+      const v2 = toDcmiError(err, 'dcmiv2_init');
+      if (!(v1 instanceof DcmiError)) throw v1;
+      const v2Text = v2 instanceof DcmiError ? `${v2.code} (${v2.meaning})` : v2.message;
+      throw new DcmiError(v1.code, 'dcmi_init', `${v1.message}; then dcmiv2_init failed with ${v2Text}`, {
+        cause: v1,
+      });
+    }
+  }
+
+  private setGeneration(g: DcmiApiVersion): void {
+    if (g !== this.generation) this.cardDeviceCache.clear();
+    this.generation = g;
   }
 
   /** Mock library only: scenario and control socket for the next `init()` (see bindings.ts). */
@@ -195,6 +332,7 @@ export class Dcmi {
    * `skipped`. `complete` is false when the count differs from the number of valid IDs (start-up wait, A.2).
    */
   getCardList(): { cards: number[]; skipped: number[]; cardNum: number; complete: boolean } {
+    if (this.v2) return this.getDeviceListV2();
     const fn = 'dcmi_get_card_list';
     const { cardNum, cards } = this.call(fn, () => this.lib.getCardList());
     if (cardNum <= 0 || cardNum > DCMI_LIMITS.maxCards) throw this.invalid(fn, `card count ${cardNum}`);
@@ -203,16 +341,45 @@ export class Dcmi {
     return { cards: valid, skipped, cardNum, complete: valid.length === cardNum };
   }
 
+  /**
+   * v2 (upstream DcGetDeviceList + WaitDeviceOnline): the dev_ids of `dcmiv2_get_device_list` as the "cards" (count
+   * ≤ 0 or > 64 is an error; entries outside 0..255 are skipped); `complete` also needs
+   * `dcmiv2_get_all_device_count` to answer and to equal the number of valid IDs.
+   */
+  private getDeviceListV2(): { cards: number[]; skipped: number[]; cardNum: number; complete: boolean } {
+    const fn = 'dcmiv2_get_device_list';
+    const { deviceNum, devices } = this.call(fn, () => this.lib.v2GetDeviceList());
+    if (deviceNum <= 0 || deviceNum > DCMI_LIMITS.maxCards) throw this.invalid(fn, `device count ${deviceNum}`);
+    const ok = (d: number) => d >= 0 && d <= DCMI_LIMITS.maxLogicId;
+    const valid = devices.filter(ok);
+    const skipped = devices.filter((d) => !ok(d));
+    let all: number | undefined;
+    try {
+      all = this.lib.v2GetAllDeviceCount();
+    } catch (err) {
+      const e = toDcmiError(err, 'dcmiv2_get_all_device_count');
+      if (e instanceof TypeError) throw e;
+    }
+    return { cards: valid, skipped, cardNum: deviceNum, complete: valid.length === deviceNum && all === valid.length };
+  }
+
+  /** v2: always 1, without a DCMI call (each chip is its own "card"). */
   getDeviceNumInCard(cardId: number): number {
     const fn = 'dcmi_get_device_num_in_card';
+    if (this.v2) {
+      checkRange(fn, 'card id (dev id under DCMI v2)', cardId, 0, DCMI_LIMITS.maxLogicId);
+      return 1;
+    }
     checkRange(fn, 'card id', cardId, 0, DCMI_LIMITS.maxCardId - 1);
     const n = this.call(fn, () => this.lib.getDeviceNumInCard(cardId));
     if (n < 1 || n > DCMI_LIMITS.maxChipsPerCard) throw this.invalid(fn, `chips on card ${cardId}: ${n}`);
     return n;
   }
 
+  /** v2: the dev_id itself (= the logic ID), without a DCMI call. */
   getDeviceLogicId(cardId: number, deviceId: number): number {
     const fn = 'dcmi_get_device_logic_id';
+    if (this.v2) return this.devId(fn, cardId, deviceId);
     this.checkCardDevice(fn, cardId, deviceId);
     const id = this.call(fn, () => this.lib.getDeviceLogicId(cardId, deviceId));
     if (id < 0 || id > DCMI_LIMITS.maxLogicId) throw this.invalid(fn, `logic id ${id}`);
@@ -220,27 +387,32 @@ export class Dcmi {
   }
 
   getPhyIdFromLogicId(logicId: number): number {
-    const fn = 'dcmi_get_device_phyid_from_logicid';
+    const fn = this.fnName('dcmi_get_device_phyid_from_logicid');
     checkRange(fn, 'logic id', logicId, 0, DCMI_LIMITS.maxLogicId);
-    const id = this.call(fn, () => this.lib.getPhyIdFromLogicId(logicId));
+    const id = this.call(fn, () =>
+      this.v2 ? this.lib.v2GetPhyIdFromDevId(logicId) : this.lib.getPhyIdFromLogicId(logicId),
+    );
     if (id < 0 || id > DCMI_LIMITS.maxLogicId) throw this.invalid(fn, `phy id ${id}`);
     return id;
   }
 
   getLogicIdFromPhyId(phyId: number): number {
-    const fn = 'dcmi_get_device_logicid_from_phyid';
+    const fn = this.fnName('dcmi_get_device_logicid_from_phyid');
     checkRange(fn, 'phy id', phyId, 0, DCMI_LIMITS.maxLogicId);
-    const id = this.call(fn, () => this.lib.getLogicIdFromPhyId(phyId));
+    const id = this.call(fn, () =>
+      this.v2 ? this.lib.v2GetDevIdFromPhyId(phyId) : this.lib.getLogicIdFromPhyId(phyId),
+    );
     if (id < 0 || id > DCMI_LIMITS.maxLogicId) throw this.invalid(fn, `logic id ${id}`);
     return id;
   }
 
-  /** logic ID → (card, device), cached for the life of this library (§4.1, B.1). */
+  /** logic ID → (card, device), cached for the life of this library (§4.1, B.1). v2: (logicId, 0), no call. */
   getCardIdDeviceId(logicId: number): { cardId: number; deviceId: number } {
     const cached = this.cardDeviceCache.get(logicId);
     if (cached) return cached;
     const fn = 'dcmi_get_card_id_device_id_from_logicid';
     checkRange(fn, 'logic id', logicId, 0, DCMI_LIMITS.maxLogicId);
+    if (this.v2) return { cardId: logicId, deviceId: 0 };
     const r = this.call(fn, () => this.lib.getCardIdDeviceIdFromLogicId(logicId));
     if (r.cardId < 0 || r.cardId >= DCMI_LIMITS.maxCardId || r.deviceId < 0 || r.deviceId > DCMI_LIMITS.maxDeviceId) {
       throw this.invalid(fn, `card ${r.cardId} device ${r.deviceId} for logic id ${logicId}`);
@@ -256,6 +428,12 @@ export class Dcmi {
    */
   enumerate(): ChipAddress[] {
     const chips: ChipAddress[] = [];
+    if (this.v2) {
+      for (const devId of this.getCardList().cards) {
+        chips.push({ logicId: devId, phyId: this.getPhyIdFromLogicId(devId), cardId: devId, deviceId: 0 });
+      }
+      return chips;
+    }
     for (const cardId of this.getCardList().cards) {
       const n = this.getDeviceNumInCard(cardId);
       for (let deviceId = 0; deviceId < n; deviceId++) {
@@ -269,8 +447,17 @@ export class Dcmi {
 
   /** Chip info: v2 first, v1 on any error (§4.2); valid when any of name/type/version is non-empty. */
   getChipInfo(cardId: number, deviceId: number): ChipInfo {
-    this.checkCardDevice('dcmi_get_device_chip_info_v2', cardId, deviceId);
     let raw;
+    if (this.v2) {
+      const fn = 'dcmiv2_get_device_chip_info'; // no v1-style fallback: there is one chip-info call
+      const dev = this.devId(fn, cardId, deviceId);
+      raw = this.call(fn, () => this.lib.v2GetChipInfo(dev));
+      if (raw.chipName === '' && raw.chipType === '' && raw.chipVer === '') {
+        throw this.invalid(fn, `empty chip info for dev id ${dev}`);
+      }
+      return this.chipInfoOf(raw);
+    }
+    this.checkCardDevice('dcmi_get_device_chip_info_v2', cardId, deviceId);
     try {
       raw = this.lib.getChipInfoV2(cardId, deviceId);
     } catch (err) {
@@ -281,6 +468,10 @@ export class Dcmi {
     if (raw.chipName === '' && raw.chipType === '' && raw.chipVer === '') {
       throw this.invalid('dcmi_get_device_chip_info', `empty chip info for card ${cardId} device ${deviceId}`);
     }
+    return this.chipInfoOf(raw);
+  }
+
+  private chipInfoOf(raw: NativeChipInfo): ChipInfo {
     return {
       chipType: raw.chipType,
       chipName: raw.chipName,
@@ -292,9 +483,10 @@ export class Dcmi {
 
   /** Board info, valid when any field differs from 0xFFFFFFFF (§4.2). */
   getBoardInfo(cardId: number, deviceId: number): BoardInfo {
-    const fn = 'dcmi_get_device_board_info';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const b = this.call(fn, () => this.lib.getBoardInfo(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_board_info', cardId, deviceId);
+    const b = this.call(fn, () =>
+      dev === undefined ? this.lib.getBoardInfo(cardId, deviceId) : this.lib.v2GetBoardInfo(dev),
+    );
     const values = [b.boardId, b.pcbId, b.bomId, b.slotId];
     if (values.every((v) => v === DCMI_LIMITS.invalidBoardValue)) throw this.invalid(fn, 'all fields are 0xFFFFFFFF');
     return b;
@@ -302,28 +494,32 @@ export class Dcmi {
 
   /** Main-board ID, valid when ≠ 0xFFFFFFFF (§4.2). */
   getMainboardId(cardId: number, deviceId: number): number {
-    const fn = 'dcmi_get_mainboard_id';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const id = this.call(fn, () => this.lib.getMainboardId(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_mainboard_id', cardId, deviceId);
+    const id = this.call(fn, () =>
+      dev === undefined ? this.lib.getMainboardId(cardId, deviceId) : this.lib.v2GetMainboardId(dev),
+    );
     if (id === DCMI_LIMITS.invalidBoardValue) throw this.invalid(fn, 'main-board id is 0xFFFFFFFF');
     return id;
   }
 
   getDcmiVersion(): string {
-    return this.call('dcmi_get_dcmi_version', () => this.lib.getDcmiVersion());
+    return this.call(this.fnName('dcmi_get_dcmi_version'), () =>
+      this.v2 ? this.lib.v2GetDcmiVersion() : this.lib.getDcmiVersion(),
+    );
   }
 
+  /** v2: no counterpart (upstream devmanager_v2.go reports no product types): -8255. */
   getProductType(cardId: number, deviceId: number): string {
-    const fn = 'dcmi_get_product_type';
-    this.checkCardDevice(fn, cardId, deviceId);
+    const { fn } = this.at('dcmi_get_product_type', cardId, deviceId);
     return this.call(fn, () => this.lib.getProductType(cardId, deviceId));
   }
 
   /** Health value; ≥ 2147483647 is invalid (§4.3). -8012 (card drop) is thrown as a DcmiError. */
   getDeviceHealth(cardId: number, deviceId: number): number {
-    const fn = 'dcmi_get_device_health';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const h = this.call(fn, () => this.lib.getDeviceHealth(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_health', cardId, deviceId);
+    const h = this.call(fn, () =>
+      dev === undefined ? this.lib.getDeviceHealth(cardId, deviceId) : this.lib.v2GetDeviceHealth(dev),
+    );
     if (h >= DCMI_LIMITS.invalidHealth) throw this.invalid(fn, `health ${h}`);
     return h;
   }
@@ -333,12 +529,12 @@ export class Dcmi {
    * health did not return -8012; with -8012 the synthetic card-drop code 0x40F84E00 is appended.
    */
   getDeviceAllErrorCodes(cardId: number, deviceId: number): { codes: number[]; cardDropped: boolean } {
-    const fn = 'dcmi_get_device_errorcode_v2';
-    this.checkCardDevice(fn, cardId, deviceId);
+    const { fn, dev } = this.at('dcmi_get_device_errorcode_v2', cardId, deviceId);
     let codes: number[] = [];
     let listError: Error | undefined;
     try {
-      const r = this.lib.getDeviceErrorCodes(cardId, deviceId);
+      const r =
+        dev === undefined ? this.lib.getDeviceErrorCodes(cardId, deviceId) : this.lib.v2GetDeviceErrorCodes(dev);
       if (r.errorCount < 0 || r.errorCount > DCMI_LIMITS.maxErrorCodes) {
         listError = this.invalid(fn, `error count ${r.errorCount}`);
       } else {
@@ -350,9 +546,10 @@ export class Dcmi {
     }
     let cardDropped = false;
     try {
-      this.lib.getDeviceHealth(cardId, deviceId);
+      if (dev === undefined) this.lib.getDeviceHealth(cardId, deviceId);
+      else this.lib.v2GetDeviceHealth(dev);
     } catch (err) {
-      const e = toDcmiError(err, 'dcmi_get_device_health');
+      const e = toDcmiError(err, this.fnName('dcmi_get_device_health'));
       cardDropped = e instanceof DcmiError && e.isCardDrop;
     }
     if (listError && !cardDropped) throw listError;
@@ -362,9 +559,10 @@ export class Dcmi {
 
   /** RoCE port 0 address as text (§4.4, C.5). */
   getDeviceIp(cardId: number, deviceId: number, ipv6 = false): string {
-    const fn = 'dcmi_get_device_ip';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const { ip } = this.call(fn, () => this.lib.getDeviceIp(cardId, deviceId, 1, 0, ipv6));
+    const { fn, dev } = this.at('dcmi_get_device_ip', cardId, deviceId);
+    const { ip } = this.call(fn, () =>
+      dev === undefined ? this.lib.getDeviceIp(cardId, deviceId, 1, 0, ipv6) : this.lib.v2GetDeviceIp(dev, 1, 0, ipv6),
+    );
     if (!ipv6) {
       const text = [...ip.bytes.subarray(0, 4)].join('.');
       if (text === '0.0.0.0') throw this.invalid(fn, 'address 0.0.0.0');
@@ -376,16 +574,20 @@ export class Dcmi {
   }
 
   getDeviceType(cardId: number, deviceId: number): number {
-    const fn = 'dcmi_get_device_type';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.call(fn, () => this.lib.getDeviceType(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_type', cardId, deviceId);
+    return this.call(fn, () =>
+      dev === undefined ? this.lib.getDeviceType(cardId, deviceId) : this.lib.v2GetDeviceType(dev),
+    );
   }
 
   /** The raw `dcmi_get_device_info` multiplexer (§4.5): `buf` is filled in place. */
   getDeviceInfo(cardId: number, deviceId: number, mainCmd: number, subCmd: number, buf: Buffer): number {
-    const fn = 'dcmi_get_device_info';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.call(fn, () => this.lib.getDeviceInfo(cardId, deviceId, mainCmd, subCmd, buf));
+    const { fn, dev } = this.at('dcmi_get_device_info', cardId, deviceId);
+    return this.call(fn, () =>
+      dev === undefined
+        ? this.lib.getDeviceInfo(cardId, deviceId, mainCmd, subCmd, buf)
+        : this.lib.v2GetDeviceInfo(dev, mainCmd, subCmd, buf),
+    );
   }
 
   /** AI-core count of the chip: `dcmi_soc_total_resource.computing.aic` (main 52, sub 1; B.6). */
@@ -393,7 +595,7 @@ export class Dcmi {
     const buf = Buffer.alloc(360);
     this.getDeviceInfo(cardId, deviceId, DeviceInfoCmd.VDEV_MNG, 1, buf);
     const vdevNum = buf.readUInt32LE(0);
-    if (vdevNum > 32) throw this.invalid('dcmi_get_device_info', `vdev_num ${vdevNum}`);
+    if (vdevNum > 32) throw this.invalid(this.fnName('dcmi_get_device_info'), `vdev_num ${vdevNum}`);
     return buf.readFloatLE(208);
   }
 
@@ -402,7 +604,7 @@ export class Dcmi {
    * the chip's AI cores in all and free (sub 2). vNPU ids outside 100..1123 or more than 32 are invalid output.
    */
   getVirtualDevices(cardId: number, deviceId: number): VirtualDeviceInfo {
-    const fn = 'dcmi_get_device_info';
+    const fn = this.fnName('dcmi_get_device_info');
     const total = Buffer.alloc(360);
     this.getDeviceInfo(cardId, deviceId, DeviceInfoCmd.VDEV_MNG, 1, total);
     const vdevNum = total.readUInt32LE(0);
@@ -432,8 +634,7 @@ export class Dcmi {
 
   /** `dcmi_create_vdevice` with the driver choosing the ids (§4.6); the template name is 1..31 bytes. */
   createVirtualDevice(cardId: number, deviceId: number, templateName: string): { vdevId: number; vfgId: number } {
-    const fn = 'dcmi_create_vdevice';
-    this.checkCardDevice(fn, cardId, deviceId);
+    const { fn } = this.at('dcmi_create_vdevice', cardId, deviceId); // v2: none (upstream: not supported)
     if (!/^[\x21-\x7e]{1,31}$/.test(templateName)) {
       throw new DcmiError(DcmiCode.PARAM, fn, `template name ${JSON.stringify(templateName.slice(0, 40))}`);
     }
@@ -446,13 +647,16 @@ export class Dcmi {
 
   /** `dcmi_set_destroy_vdevice`, one attempt (the caller retries, §4.6). */
   destroyVirtualDevice(cardId: number, deviceId: number, vdevId: number): void {
-    const fn = 'dcmi_set_destroy_vdevice';
-    this.checkCardDevice(fn, cardId, deviceId);
+    const { fn } = this.at('dcmi_set_destroy_vdevice', cardId, deviceId); // v2: none (upstream: not supported)
     checkRange(fn, 'vdev id', vdevId, DCMI_LIMITS.minVdevId, DCMI_LIMITS.maxVdevId);
     this.call(fn, () => this.lib.destroyVdevice(cardId, deviceId, vdevId));
   }
 
-  /** Super-pod info (main 12, sub 1; B.7): uint32 values reinterpreted as int32. */
+  /**
+   * Super-pod info (main 12, sub 1; B.7): uint32 values reinterpreted as int32 (`sdid` unsigned). For Ascend910A5
+   * upstream reads `chassis_id` as the rack ID and `scale_type` as the super-pod size: `rackId` and `superPodSize`
+   * repeat them under those names.
+   */
   getSuperPodInfo(
     cardId: number,
     deviceId: number,
@@ -463,6 +667,8 @@ export class Dcmi {
     serverId: number;
     chassisId: number;
     superPodType: number;
+    rackId: number;
+    superPodSize: number;
   } {
     const buf = Buffer.alloc(48);
     this.getDeviceInfo(cardId, deviceId, DeviceInfoCmd.CHIP_INFO, 1, buf);
@@ -473,51 +679,62 @@ export class Dcmi {
       serverId: buf.readInt32LE(12),
       chassisId: buf.readInt32LE(16),
       superPodType: buf.readInt32LE(20),
+      rackId: buf.readInt32LE(16),
+      superPodSize: buf.readInt32LE(4),
     };
   }
 
+  /** v2: 0 (AMP) without a call, as upstream devmanager_v2.go (only AMP exists on A5). */
   getNpuWorkMode(cardId: number): number {
     const fn = 'dcmi_get_npu_work_mode';
+    if (this.v2) {
+      checkRange(fn, 'card id (dev id under DCMI v2)', cardId, 0, DCMI_LIMITS.maxLogicId);
+      return 0;
+    }
     checkRange(fn, 'card id', cardId, 0, DCMI_LIMITS.maxCardId - 1);
     return this.call(fn, () => this.lib.getNpuWorkMode(cardId));
   }
 
   /** Reset (§4.7), off the JS thread. */
   setDeviceReset(cardId: number, deviceId: number, channel: number = ResetChannel.INBAND): Promise<void> {
-    const fn = 'dcmi_set_device_reset';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.callAsync(fn, () => this.lib.setDeviceReset(cardId, deviceId, channel));
+    const { fn, dev } = this.at('dcmi_set_device_reset', cardId, deviceId);
+    return this.callAsync(fn, () =>
+      dev === undefined ? this.lib.setDeviceReset(cardId, deviceId, channel) : this.lib.v2ResetDevice(dev, channel),
+    );
   }
 
   /** Boot status; 16 means started (§4.7). */
   getDeviceBootStatus(cardId: number, deviceId: number): Promise<number> {
-    const fn = 'dcmi_get_device_boot_status';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.callAsync(fn, () => this.lib.getDeviceBootStatus(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_boot_status', cardId, deviceId);
+    return this.callAsync(fn, () =>
+      dev === undefined ? this.lib.getDeviceBootStatus(cardId, deviceId) : this.lib.v2GetDeviceBootStatus(dev),
+    );
   }
 
   getOutbandChannelState(cardId: number, deviceId: number): Promise<number> {
-    const fn = 'dcmi_get_device_outband_channel_state';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.callAsync(fn, () => this.lib.getOutbandChannelState(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_outband_channel_state', cardId, deviceId);
+    return this.callAsync(fn, () =>
+      dev === undefined ? this.lib.getOutbandChannelState(cardId, deviceId) : this.lib.v2GetOutbandChannelState(dev),
+    );
   }
 
   preResetSoc(cardId: number, deviceId: number): Promise<void> {
-    const fn = 'dcmi_pre_reset_soc';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.callAsync(fn, () => this.lib.preResetSoc(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_pre_reset_soc', cardId, deviceId);
+    return this.callAsync(fn, () =>
+      dev === undefined ? this.lib.preResetSoc(cardId, deviceId) : this.lib.v2PreResetDevice(dev),
+    );
   }
 
   rescanSoc(cardId: number, deviceId: number): Promise<void> {
-    const fn = 'dcmi_rescan_soc';
-    this.checkCardDevice(fn, cardId, deviceId);
-    return this.callAsync(fn, () => this.lib.rescanSoc(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_rescan_soc', cardId, deviceId);
+    return this.callAsync(fn, () =>
+      dev === undefined ? this.lib.rescanSoc(cardId, deviceId) : this.lib.v2RescanDevice(dev),
+    );
   }
 
   /** The other card of an A3 pair (§4.7). */
   getBrotherCardId(cardId: number, deviceId: number): number {
-    const fn = 'dcmi_get_netdev_brother_device';
-    this.checkCardDevice(fn, cardId, deviceId);
+    const { fn } = this.at('dcmi_get_netdev_brother_device', cardId, deviceId); // v2: none (upstream: not supported)
     const id = this.call(fn, () => this.lib.getNetdevBrotherDevice(cardId, deviceId));
     if (id < 0 || id >= DCMI_LIMITS.maxCardId) throw this.invalid(fn, `brother card ${id}`);
     return id;
@@ -525,26 +742,28 @@ export class Dcmi {
 
   /** Processes on the chip; "idle" = none (§4.8). Memory in MiB. */
   getProcesses(cardId: number, deviceId: number): { pid: number; memMiB: number }[] {
-    const fn = 'dcmi_get_device_resource_info';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const r = this.call(fn, () => this.lib.getDeviceResourceInfo(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_resource_info', cardId, deviceId);
+    const r = this.call(fn, () =>
+      dev === undefined ? this.lib.getDeviceResourceInfo(cardId, deviceId) : this.lib.v2GetProcMemInfo(dev),
+    );
     if (r.procNum < 0 || r.procNum > DCMI_LIMITS.maxProcesses) throw this.invalid(fn, `process count ${r.procNum}`);
     return r.processes.map((p) => ({ pid: p.pid, memMiB: Math.floor(p.memBytes / (1024 * 1024)) }));
   }
 
   /** PCIe bus id `%04X:%02X:%02X.%X` (§4.8). */
   getPcieBusId(cardId: number, deviceId: number): string {
-    const fn = 'dcmi_get_device_pcie_info_v2';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const p = this.call(fn, () => this.lib.getPcieInfoV2(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_pcie_info_v2', cardId, deviceId);
+    const p = this.call(fn, () =>
+      dev === undefined ? this.lib.getPcieInfoV2(cardId, deviceId) : this.lib.v2GetPcieInfo(dev),
+    );
     const hex = (v: number, w: number) => (v >>> 0).toString(16).toUpperCase().padStart(w, '0');
     return `${hex(p.domain, 4)}:${hex(p.busId, 2)}:${hex(p.devId, 2)}.${hex(p.funcId, 1)}`;
   }
 
   /** CPU affinity list such as `0-23` (§4.8). */
   getAffinityCpu(cardId: number, deviceId: number): string {
-    const fn = 'dcmi_get_affinity_cpu_info_by_device_id';
-    this.checkCardDevice(fn, cardId, deviceId);
+    // v2: none in the upstream v2 header (the NUMA code falls back to the PCIe bus id)
+    const { fn } = this.at('dcmi_get_affinity_cpu_info_by_device_id', cardId, deviceId);
     const r = this.call(fn, () => this.lib.getAffinityCpuInfo(cardId, deviceId));
     if (r.length < 0 || r.length > DCMI_LIMITS.maxAffinityLength) throw this.invalid(fn, `length ${r.length}`);
     return r.text;
@@ -555,9 +774,10 @@ export class Dcmi {
     cardId: number,
     deviceId: number,
   ): { memorySizeMiB: number; freq: number; usageMiB: number; temp: number } {
-    const fn = 'dcmi_get_device_hbm_info';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const h = this.call(fn, () => this.lib.getHbmInfo(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_hbm_info', cardId, deviceId);
+    const h = this.call(fn, () =>
+      dev === undefined ? this.lib.getHbmInfo(cardId, deviceId) : this.lib.v2GetHbmInfo(dev),
+    );
     if (h.temp < 0) throw this.invalid(fn, `temperature ${h.temp}`);
     return { memorySizeMiB: h.memorySize, freq: h.freq, usageMiB: h.memoryUsage, temp: h.temp };
   }
@@ -567,9 +787,10 @@ export class Dcmi {
    * `-`, e.g. `C281A66C-80A047F2-0A645632-CC500485-100301E3`. `dieType` NDIE (0) or VDIE (1, the soft-share one).
    */
   getDieId(cardId: number, deviceId: number, dieType: 0 | 1 = DIE_TYPE.VDIE): string {
-    const fn = 'dcmi_get_device_die_v2';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const words = this.call(fn, () => this.lib.getDeviceDie(cardId, deviceId, dieType));
+    const { fn, dev } = this.at('dcmi_get_device_die_v2', cardId, deviceId);
+    const words = this.call(fn, () =>
+      dev === undefined ? this.lib.getDeviceDie(cardId, deviceId, dieType) : this.lib.v2GetDeviceDieId(dev, dieType),
+    );
     if (words.length !== 5 || words.some((w) => !Number.isInteger(w) || w < 0 || w > 0xffffffff)) {
       throw this.invalid(fn, `die id words ${JSON.stringify(words)}`);
     }
@@ -578,23 +799,28 @@ export class Dcmi {
 
   /** Utilisation in percent; > 100 is invalid (§4.8). */
   getUtilizationRate(cardId: number, deviceId: number, inputType: number): number {
-    const fn = 'dcmi_get_device_utilization_rate';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const u = this.call(fn, () => this.lib.getUtilizationRate(cardId, deviceId, inputType));
+    const { fn, dev } = this.at('dcmi_get_device_utilization_rate', cardId, deviceId);
+    const u = this.call(fn, () =>
+      dev === undefined
+        ? this.lib.getUtilizationRate(cardId, deviceId, inputType)
+        : this.lib.v2GetUtilizationRate(dev, inputType),
+    );
     if (u > 100) throw this.invalid(fn, `utilization ${u}`);
     return u;
   }
 
   /** 0 union, 1 independent (§4.8, 910A3 start-up). */
   setMultiDiePolicy(policy: 0 | 1): void {
+    if (this.v2) throw this.noV2('dcmi_set_multi_die_policy'); // 910A3 only
     this.call('dcmi_set_multi_die_policy', () => this.lib.setMultiDiePolicy(policy));
   }
 
   /** Network health; result 0..127 (§4.9). */
   async getDeviceNetworkHealth(cardId: number, deviceId: number): Promise<number> {
-    const fn = 'dcmi_get_device_network_health';
-    this.checkCardDevice(fn, cardId, deviceId);
-    const r = await this.callAsync(fn, () => this.lib.getDeviceNetworkHealth(cardId, deviceId));
+    const { fn, dev } = this.at('dcmi_get_device_network_health', cardId, deviceId);
+    const r = await this.callAsync(fn, () =>
+      dev === undefined ? this.lib.getDeviceNetworkHealth(cardId, deviceId) : this.lib.v2GetDeviceNetworkHealth(dev),
+    );
     if (r < 0 || r > 127) throw this.invalid(fn, `result ${r}`);
     return r;
   }
@@ -637,6 +863,13 @@ export class Dcmi {
         additionalInfo: record.additionalInfo,
       });
     };
+    if (this.v2) {
+      // dev_id -1: every chip, the v2 form of §5.2's (-1, -1); events arrive through the same trampoline
+      this.call('dcmiv2_subscribe_fault_event', () =>
+        this.lib.v2SubscribeFaultEvents(-1, listener, undefined, options ?? {}),
+      );
+      return;
+    }
     this.call('dcmi_subscribe_fault_event', () =>
       this.lib.subscribeFaultEvents(-1, -1, listener, undefined, options ?? {}),
     );

@@ -31,7 +31,9 @@ export interface Scenario {
   productType?: string;
   subscribe?: 'ok' | 'fail';
   hbmSizeMiB?: number;
-  superPod?: { superPodId: number; serverId: number; scaleType: number };
+  /** DCMI API generation (1 default, 2 = Ascend910A5 `dcmiv2_*`) */
+  apiVersion?: 1 | 2;
+  superPod?: { superPodId: number; serverId: number; scaleType: number; chassisId?: number; superPodType?: number };
   cards: { cardId: number; brotherCardId?: number; productType?: string; chips: ScenarioChip[] }[];
   [key: string]: unknown;
 }

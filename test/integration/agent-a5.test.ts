@@ -15,11 +15,14 @@ afterEach(async () => {
   sb = undefined;
 });
 
-const A5 = path.join(PROJECT_ROOT, 'scenarios', '950-8chip.json');
+/** A 1D super pod (super pod 7, server 2, rack 3, super-pod type 1) on the DCMI v2 API. */
+const POD_1D = path.join(PROJECT_ROOT, 'scenarios', '950-8chip.json');
+/** An 8P server (super pod 3, server 5, rack 1, super-pod type 0) on the DCMI v2 API. */
+const SERVER = path.join(PROJECT_ROOT, 'scenarios', '950-server.json');
 const NPU = 'huawei.com/npu';
 
-async function startA5(before?: (s: AgentSandbox) => void): Promise<AgentSandbox> {
-  sb = await AgentSandbox.create(A5);
+async function startA5(before?: (s: AgentSandbox) => void, scenario = POD_1D): Promise<AgentSandbox> {
+  sb = await AgentSandbox.create(scenario);
   before?.(sb);
   await sb.start([], {}, { resource: NPU });
   return sb;
@@ -42,20 +45,29 @@ describe('spec B.3, C.1 Ascend910A5 registers huawei.com/npu', () => {
     expect(s.kubelet.devices('huawei.com/Ascend910')).toBeUndefined();
   });
 
-  test('C.4, L.8 Allocate on the A5 server sets HCCL_TOPO_FILE_PATH to the driver topology file of super-pod type 0', async () => {
+  test('C.4, L.8 Allocate in a 1D super pod sets HCCL_TOPO_FILE_PATH to the 1D topology file, with the chips mounted', async () => {
     const s = await startA5();
     await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
     const res = await s.kubelet.allocate(NPU, [['npu-2', 'npu-5']]);
     const c = res.containerResponses[0]!;
-    expect(c.envs.HCCL_TOPO_FILE_PATH).toBe('/usr/local/Ascend/driver/topo/950/atlas_850_1.json');
+    expect(c.envs.HCCL_TOPO_FILE_PATH).toBe('/usr/local/Ascend/driver/topo/950/atlas_950_1.json');
     expect(c.devices.map((d) => d.containerPath)).toEqual(
       expect.arrayContaining(['/dev/davinci2', '/dev/davinci5', '/dev/davinci_manager']),
+    );
+  });
+
+  test('C.4, L.8 Allocate on an 8P server (super-pod type 0) names the server topology file', async () => {
+    const s = await startA5(undefined, SERVER);
+    await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    const res = await s.kubelet.allocate(NPU, [['npu-0']]);
+    expect(res.containerResponses[0]!.envs.HCCL_TOPO_FILE_PATH).toBe(
+      '/usr/local/Ascend/driver/topo/950/atlas_850_1.json',
     );
   });
 });
 
 describe('spec H.3 the A5 device-info ConfigMap', () => {
-  test('H.3 DeviceList keys are huawei.com/npu…, names npu-<phy>, SuperPodID/ServerIndex from B.7, no RackID on a server', async () => {
+  test('H.3 in a 1D pod: DeviceList keys huawei.com/npu…, names npu-<phy>, SuperPodID/ServerIndex from B.7, RackID last', async () => {
     const s = await startA5();
     const data = await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
     const cfg = JSON.parse(data[KEY_DEVICE_INFO]!) as Cfg;
@@ -67,9 +79,17 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
       'huawei.com/npu-Unhealthy',
     ]);
     expect(cfg.DeviceInfo.DeviceList[NPU]).toBe([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `npu-${i}`).join(','));
-    expect([cfg.SuperPodID, cfg.ServerIndex]).toEqual([3, 5]);
-    expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode']);
+    expect([cfg.SuperPodID, cfg.ServerIndex, cfg.RackID]).toEqual([7, 2, 3]);
+    expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode', 'RackID']);
     expect(cfg.CheckCode).toBe(checkCodeOf(cfg.DeviceInfo.DeviceList, cfg.DeviceInfo.UpdateTime));
+  });
+
+  test('H.3 on an 8P server the A5 DeviceInfoCfg has no RackID', async () => {
+    const s = await startA5(undefined, SERVER);
+    const data = await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
+    const cfg = JSON.parse(data[KEY_DEVICE_INFO]!) as Cfg;
+    expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode']);
+    expect([cfg.SuperPodID, cfg.ServerIndex]).toEqual([3, 5]);
   });
 
   test('H.3 a SeparateNPU fault on npu-3: npu-3 in huawei.com/npu-Unhealthy and its fault entry named npu-3', async () => {
@@ -87,21 +107,20 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
 });
 
 describe('spec I.1, I.2, A.2 step 8 the A5 node', () => {
-  test('I.1, I.2 labels and annotations of an A5 node', async () => {
+  test('I.1, I.2 labels and annotations of an A5 node in a 1D pod', async () => {
     const s = await startA5();
     const node = await s.until(
       () => (s.node()?.metadata?.annotations?.baseDeviceInfos ? s.node() : undefined),
       'the node annotations',
     );
     const labels = node.metadata!.labels!;
-    expect(labels.servertype).toBe('npu-28');
+    expect(labels.servertype).toBe('npu-32');
     expect(labels.accelerator).toBe('huawei-npu');
-    expect(labels['huawei.com/topotree.superpodid']).toBe('3');
-    expect(labels['huawei.com/topotree.rackid']).toBe('0');
-    expect(labels['huawei.com/topotree.serverid']).toBe('5');
+    expect(labels['huawei.com/topotree.superpodid']).toBe('7');
+    expect(labels['huawei.com/topotree.rackid']).toBe('3');
+    expect(labels['huawei.com/topotree.serverid']).toBe('2');
     const a = node.metadata!.annotations!;
-    expect(a.serverType).toBe('npu');
-    expect(a.rackID).toBeUndefined(); // server scene: only 1D/2D pods carry it
+    expect([a.serverType, a.superPodID, a.serverIndex, a.rackID]).toEqual(['npu', '7', '2', '3']);
     const base = JSON.parse(a.baseDeviceInfos!) as Record<string, Record<string, unknown>>;
     expect(Object.keys(base['npu-3']!)).toEqual(['DeviceID', 'IP', 'SuperDeviceID']);
     expect(base['npu-3']).toEqual({ DeviceID: 3, IP: '', SuperDeviceID: 3 });

@@ -1,6 +1,6 @@
 /**
  * Issue [N] item 3: the A5 demo timeline (`scenarios/timelines/950-serve.jsonl`) played by the built
- * `ascend-npu-agent simulate` on `scenarios/950-8chip.json`: kubelet sees `huawei.com/npu` with `npu-<phy>`,
+ * `ascend-npu-agent simulate` on `scenarios/950-8chip.json` (a 1D super pod on the DCMI v2 API): kubelet sees `huawei.com/npu` with `npu-<phy>`,
  * Allocate answers with `HCCL_TOPO_FILE_PATH`, a SeparateNPU fault on npu-3 makes it Unhealthy, then it recovers.
  */
 import { execFile } from 'node:child_process';
@@ -37,7 +37,7 @@ describe('issue [N] item 3: the A5 demo', () => {
     expect([r.code, r.stderr]).toEqual([0, '']);
     expect(stepAt(r.stdout, '0.5', 'devices')).toMatch(/huawei\.com\/npu: 8 IDs npu-0 npu-1 .* npu-7; all Healthy$/);
     const alloc = stepAt(r.stdout, '1.0', 'allocate');
-    expect(alloc).toMatch(/envs HCCL_TOPO_FILE_PATH=\/usr\/local\/Ascend\/driver\/topo\/950\/atlas_850_1\.json$/m);
+    expect(alloc).toMatch(/envs HCCL_TOPO_FILE_PATH=\/usr\/local\/Ascend\/driver\/topo\/950\/atlas_950_1\.json$/m);
     expect(alloc).toMatch(/devices .*\/dev\/davinci2 \/dev\/davinci5$/m);
     expect(stepAt(r.stdout, '3.0', 'devices')).toMatch(/Unhealthy \(1\): npu-3$/);
     expect(stepAt(r.stdout, '6.0', 'devices')).toMatch(/all Healthy$/);
