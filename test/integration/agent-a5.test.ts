@@ -7,6 +7,11 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { checkCodeOf, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
+import {
+  ANNOTATION_ASCEND_REAL,
+  ANNOTATION_RANK_TABLE_910,
+  ANNOTATION_RANK_TABLE_NPU,
+} from '../../src/kube/pod-annotator.js';
 import { AgentSandbox, deviceList, NODE_NAME, SEPARATE_CODE } from '../helpers/agent-process.js';
 
 let sb: AgentSandbox | undefined;
@@ -103,6 +108,33 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
     expect(list[NPU]).toBe('npu-0,npu-1,npu-2,npu-4,npu-5,npu-6,npu-7');
     const faults = JSON.parse(list['huawei.com/npu-Fault']!) as { npu_name: string; fault_code: string }[];
     expect(faults.map((f) => [f.npu_name, f.fault_code])).toEqual([['npu-3', SEPARATE_CODE]]);
+  });
+});
+
+describe('spec I.3 the A5 pod annotations', () => {
+  test('I.3 a pod allocated npu-2 gets AscendReal npu-2 and the npu rank table with rack_id and an empty device_ip', async () => {
+    const s = await startA5();
+    await s.core().createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'train-0', namespace: 'default' },
+        spec: {
+          nodeName: NODE_NAME,
+          containers: [{ name: 'c0', image: 'x', resources: { limits: { [NPU]: '1' } } }],
+        },
+      },
+    });
+    await s.kubelet.allocate(NPU, [['npu-2']], { namespace: 'default', name: 'train-0' });
+    const annotations = await s.untilAsync(async () => {
+      const pod = await s.core().readNamespacedPod({ namespace: 'default', name: 'train-0' });
+      const a = pod.metadata?.annotations ?? {};
+      return a[ANNOTATION_ASCEND_REAL] !== undefined ? a : undefined;
+    }, 'the pod annotations');
+    expect(annotations[ANNOTATION_ASCEND_REAL]).toBe('npu-2');
+    expect(annotations[ANNOTATION_RANK_TABLE_910]).toBeUndefined();
+    const rank = JSON.parse(annotations[ANNOTATION_RANK_TABLE_NPU]!) as Record<string, unknown>;
+    expect(rank).toMatchObject({ pod_name: 'train-0', super_pod_id: 7, rack_id: 3, server_index: '2' });
+    expect(rank.devices).toEqual([{ device_id: '2', device_ip: '', super_device_id: '2' }]);
   });
 });
 
