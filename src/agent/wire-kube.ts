@@ -191,7 +191,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
   });
   store.onFaultEvents((applied) => {
-    for (const e of applied) events.record(faultEvent(config.nodeName, e, e.time)); // spec K.1
+    // spec K.1; A5 names the chip by logic id (`logicID:<id>`)
+    const a5 = hw.kind === 'Ascend910A5';
+    for (const e of applied) events.record(faultEvent(config.nodeName, a5 ? { ...e, a5 } : e, e.time));
   });
   let periodic: NodeJS.Timeout | undefined;
   return {

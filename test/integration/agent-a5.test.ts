@@ -109,6 +109,17 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
     const faults = JSON.parse(list['huawei.com/npu-Fault']!) as { npu_name: string; fault_code: string }[];
     expect(faults.map((f) => [f.npu_name, f.fault_code])).toEqual([['npu-3', SEPARATE_CODE]]);
   });
+
+  test('K.1 the fault Event of an A5 chip names it logicID:<id>', async () => {
+    const s = await startA5();
+    await s.mock({ op: 'fault', logicId: 3, eventId: SEPARATE_CODE, assertion: 'occur' });
+    const e = await s.until(
+      () => s.events().find((x) => (x.message ?? '').includes(`faultCodes:${SEPARATE_CODE}`)),
+      'the fault Event',
+    );
+    expect(e.message).toContain('logicID:3,');
+    expect(e.message).not.toContain('cardID:');
+  });
 });
 
 describe('spec I.3 the A5 pod annotations', () => {

@@ -11,6 +11,7 @@ import {
 import { rankTableJson, type RankChip } from '../../src/kube/pod-annotator.js';
 import { removalPatchOf } from '../../src/kube/node-capacity.js';
 import { devicesInUseOf, type CachedPod } from '../../src/kube/pod-cache-watcher.js';
+import { faultEvent } from '../../src/kube/agent-events.js';
 
 const A5: NodeLabelFacts = {
   chipKind: 'Ascend910A5',
@@ -143,5 +144,17 @@ describe('spec D.7 the A5 in-use test reads huawei.com/npu', () => {
 
   test('D.7 on A5 the huawei.com/Ascend910 annotation does not count', () => {
     expect(devicesInUseOf([pod({ 'huawei.com/Ascend910': 'Ascend910-1' })], 'npu').size).toBe(0);
+  });
+});
+
+describe('spec K.1 the A5 fault Event', () => {
+  const e = { logicId: 3, cardId: 3, deviceId: 0, code: '80E3A201', assertion: 'occur' as const, level: 'SeparateNPU' };
+
+  test('K.1 on A5 the message names the chip by logic id', () => {
+    expect(faultEvent('n', { ...e, a5: true }, 0).message).toMatch(/assertion:Occur, logicID:3, faultCodes:80E3A201,/);
+  });
+
+  test('K.1 other kinds name cardID and deviceID', () => {
+    expect(faultEvent('n', e, 0).message).toMatch(/assertion:Occur, cardID:3, deviceID:0, faultCodes:80E3A201,/);
   });
 });
