@@ -138,7 +138,7 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
 }
 
 /** Spec B.7 as read here; undefined when no chip answered. */
-interface SuperPodRead {
+export interface SuperPodRead {
   readonly superPodId: number;
   readonly serverIndex: number;
   readonly rackId: number;
@@ -148,11 +148,11 @@ interface SuperPodRead {
 
 /**
  * Spec B.7: `dcmi_get_device_info(12, 1)` chip by chip; the first chip that answers gives the node's values (the
- * super-device ids are read per chip with the addresses, `node-facts.ts`). On 910A5 a chip whose rack id is negative counts as not answering
- * (upstream `getSuperPodInfo`).
+ * super-device ids are read per chip with the addresses, `node-facts.ts`). On 910A5 a chip whose rack id is
+ * negative counts as not answering (upstream `getSuperPodInfo`).
  */
-function readSuperPod(
-  dcmi: Dcmi,
+export function readSuperPod(
+  dcmi: Pick<Dcmi, 'getSuperPodInfo'>,
   chips: readonly ChipAddress[],
   kind: ChipKind,
   log: AgentBase['log'],
