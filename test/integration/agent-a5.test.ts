@@ -6,13 +6,20 @@
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-import { checkCodeOf, KEY_DEVICE_INFO } from '../../src/kube/device-info.js';
+import { checkCodeOf, KEY_DEVICE_INFO, KEY_MANUALLY_SEPARATE } from '../../src/kube/device-info.js';
 import {
   ANNOTATION_ASCEND_REAL,
   ANNOTATION_RANK_TABLE_910,
   ANNOTATION_RANK_TABLE_NPU,
 } from '../../src/kube/pod-annotator.js';
-import { AgentSandbox, deviceList, NODE_NAME, SEPARATE_CODE } from '../helpers/agent-process.js';
+import {
+  AgentSandbox,
+  deviceList,
+  FREQUENCY_CODE,
+  listed,
+  NODE_NAME,
+  SEPARATE_CODE,
+} from '../helpers/agent-process.js';
 
 let sb: AgentSandbox | undefined;
 afterEach(async () => {
@@ -119,6 +126,26 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
     );
     expect(e.message).toContain('logicID:3,');
     expect(e.message).not.toContain('cardID:');
+  });
+});
+
+describe('spec G.2, G.3 A5 manual separation with npu names', () => {
+  test('G.3 after a restart npu-5 stays separated: the live ManuallySeparateNPU "npu-5" is read back', async () => {
+    const s = await startA5();
+    for (const assertion of ['occur', 'recover', 'occur'] as const) {
+      await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion });
+      if (assertion === 'recover') {
+        await s.until(() => s.kubelet.devices(NPU)?.find((d) => d.ID === 'npu-5')?.health === 'Healthy', 'recovered');
+      }
+    }
+    await s.until(() => listed(s.deviceInfo()?.data?.[KEY_MANUALLY_SEPARATE], 'npu-5'), 'ManuallySeparateNPU npu-5');
+    s.agent!.child.kill('SIGTERM');
+    expect((await s.agent!.waitExit()).code).toBe(0);
+    await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion: 'recover' }).catch(() => undefined);
+    await s.start([], {}, { resource: NPU });
+    const dev = await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    expect(dev.find((d) => d.ID === 'npu-5')?.health).toBe('Unhealthy');
+    expect(s.deviceInfo()?.data?.[KEY_MANUALLY_SEPARATE]).toBe('npu-5');
   });
 });
 
