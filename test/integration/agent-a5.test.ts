@@ -3,6 +3,7 @@
  * on the mock with an Ascend950 scenario (detected through the v1 calls), the kubelet simulator and the API
  * stand-in.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
@@ -130,7 +131,7 @@ describe('spec H.3 the A5 device-info ConfigMap', () => {
 });
 
 describe('spec G.2, G.3 A5 manual separation with npu names', () => {
-  test('G.3 after a restart npu-5 stays separated: the live ManuallySeparateNPU "npu-5" is read back', async () => {
+  test('G.3 after a restart without the state file npu-5 stays separated: the live ManuallySeparateNPU "npu-5" is read back', async () => {
     const s = await startA5();
     for (const assertion of ['occur', 'recover', 'occur'] as const) {
       await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion });
@@ -142,6 +143,9 @@ describe('spec G.2, G.3 A5 manual separation with npu names', () => {
     s.agent!.child.kill('SIGTERM');
     expect((await s.agent!.waitExit()).code).toBe(0);
     await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion: 'recover' }).catch(() => undefined);
+    // without the state file only the live ConfigMap ("npu-5") can tell the agent
+    fs.rmSync(path.join(s.dir, 'state'), { recursive: true, force: true });
+    fs.mkdirSync(path.join(s.dir, 'state'));
     await s.start([], {}, { resource: NPU });
     const dev = await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
     expect(dev.find((d) => d.ID === 'npu-5')?.health).toBe('Unhealthy');
