@@ -7,9 +7,9 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import type { ChipKind } from '../core/chips.js';
+import { a5PublishesRackId, type ChipKind } from '../core/chips.js';
 import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
-import { goMap, goStruct, goRaw, marshalGo, type GoValue } from '../core/go-json.js';
+import { goMap, goStruct, goRaw, isEmptyJsonSlice, marshalGo, type GoValue } from '../core/go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import { statusOf } from '../core/errors.js';
@@ -170,18 +170,12 @@ export function baseDeviceInfosValue(chips: readonly BaseDeviceInfo[], a5 = fals
     const fields: [string, GoValue][] = [];
     if (a5) fields.push(['DeviceID', c.deviceId ?? 0]);
     fields.push(['IP', c.ip], ['SuperDeviceID', c.superDeviceId >>> 0]);
-    if (a5 && c.levelListJson !== undefined && !isEmptyJsonArray(c.levelListJson)) {
+    if (a5 && c.levelListJson !== undefined && !isEmptyJsonSlice(c.levelListJson)) {
       fields.push(['levelList', goRaw(c.levelListJson)]);
     }
     m[c.name] = goStruct(fields);
   }
   return marshalGo(goMap(m));
-}
-
-/** Go `omitempty` of a slice: `[]` (or `null`) is left out. */
-function isEmptyJsonArray(json: string): boolean {
-  const t = json.trim();
-  return t === '' || t === 'null' || /^\[\s*\]$/.test(t);
 }
 
 /** Spec I.2 start-up annotations. */
@@ -195,7 +189,12 @@ export function nodeAnnotationsOf(f: NodeLabelFacts, chips: readonly BaseDeviceI
   };
   if (a5 && f.cardType !== undefined) out[ANNOTATION_CARD_TYPE] = f.cardType;
   // upstream: `rackID` in the 1D/2D super pods only (super-pod type 1 or 2)
-  if (a5 && f.rackId !== undefined && (f.superPodType === 1 || f.superPodType === 2)) {
+  if (
+    a5 &&
+    f.rackId !== undefined &&
+    f.superPodType !== undefined &&
+    a5PublishesRackId({ superPodType: f.superPodType })
+  ) {
     out[ANNOTATION_RACK_ID] = String(f.rackId);
   }
   return out;

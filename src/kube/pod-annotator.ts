@@ -12,7 +12,7 @@ import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../core/device-name
 import type { PodCache, PodView, PodDevices } from '../core/pods.js';
 import { joinSorted } from './device-info.js';
 import { MERGE_PATCH } from './merge-patch.js';
-import { goRaw, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { goRaw, goSlice, goStruct, isEmptyJsonSlice, marshalGo, type GoValue } from '../core/go-json.js';
 import { systemQueueClock, type QueueClock } from './write-queue.js';
 import { statusOf } from '../core/errors.js';
 import { runModeOf, type ChipKind } from '../core/chips.js';
@@ -115,7 +115,7 @@ export function rankTableJson(o: {
       ['super_device_id', chip === undefined ? '-2' : String(chip.superDeviceId ?? 0)],
     ];
     // A5: upstream's `levelList` array, left out when empty (Go omitempty)
-    if (o.a5 && chip?.levelList !== undefined && !/^\s*(\[\s*\]|null)?\s*$/.test(chip.levelList)) {
+    if (o.a5 && chip?.levelList !== undefined && !isEmptyJsonSlice(chip.levelList)) {
       fields.push(['levelList', goRaw(chip.levelList)]);
     }
     devices.push({ phy, v: goStruct(fields) });
