@@ -263,10 +263,15 @@ async function openDcmi(
     });
   }
   const missing = dcmi.missingSymbols();
-  if (missing.includes('dcmi_init') || missing.includes('dcmi_get_card_num_list')) {
+  // spec A.2 step 4.1: v1 (`dcmi_*`) or v2 (`dcmiv2_*`, Ascend910A5); a library must offer one of them whole enough
+  const v1Unusable = missing.includes('dcmi_init') || missing.includes('dcmi_get_card_num_list');
+  const missingV2 = dcmi.missingSymbolsV2();
+  const v2Unusable = missingV2.includes('dcmiv2_init') || missingV2.includes('dcmiv2_get_device_list');
+  if (v1Unusable && v2Unusable) {
     dcmi.close();
     throw new AgentStartError(
-      `DCMI library unusable: ${lib.path} lacks ${missing.slice(0, 5).join(', ')} (wrong ABI?)`,
+      `DCMI library unusable: ${lib.path} lacks ${missing.slice(0, 5).join(', ')} and ` +
+        `${missingV2.slice(0, 3).join(', ')} (wrong ABI?)`,
       EXIT.DCMI_UNUSABLE,
     );
   }

@@ -19,6 +19,7 @@ import {
   FREQUENCY_CODE,
   listed,
   NODE_NAME,
+  runAgentOnce,
   SEPARATE_CODE,
 } from '../helpers/agent-process.js';
 
@@ -213,5 +214,16 @@ describe('spec I.1, I.2, A.2 step 8 the A5 node', () => {
     );
     expect(node.status?.allocatable).toEqual({ cpu: '64' });
     expect(node.status?.capacity).toEqual({ cpu: '64' });
+  });
+});
+
+describe('spec A.2 step 4.1 a DCMI library of neither generation', () => {
+  test('A.2 step 4.1 a library with neither dcmi_init nor dcmiv2_init exits 3 naming both', async () => {
+    sb = await AgentSandbox.create(POD_1D);
+    // the switch library: a real shared object that is no DCMI library of either generation
+    const lib = path.join(PROJECT_ROOT, 'build', 'Release', 'liblingqu-dcmi.so');
+    const r = await runAgentOnce(sb.flags([`-dcmiLibrary=${lib}`]), sb.env());
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/lacks dcmi_init.* and dcmiv2_init/);
   });
 });
