@@ -6,7 +6,7 @@
  */
 import type { ChipAddress, Dcmi } from '../dcmi/dcmi.js';
 import type { Logger } from '../core/logger.js';
-import type { ChipKind, NodeFacts } from '../core/chips.js';
+import type { A5Facts, ChipKind, NodeFacts } from '../core/chips.js';
 import { chipName } from '../core/device-names.js';
 import type { BaseDeviceInfo, NodeLabelFacts } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
@@ -35,7 +35,14 @@ function first<T>(chips: readonly ChipAddress[], read: (c: ChipAddress) => T): T
 export function nodeLabelFactsOf(
   dcmi: NodeFactsDcmi,
   chips: readonly ChipAddress[],
-  o: { facts: NodeFacts; chipName: string; superPodId: number; serverIndex: number; logger: Logger },
+  o: {
+    facts: NodeFacts;
+    chipName: string;
+    superPodId: number;
+    serverIndex: number;
+    a5?: A5Facts;
+    logger: Logger;
+  },
 ): NodeLabelFacts {
   const kind = o.facts.chipKind;
   let driverVersion = '';
@@ -59,10 +66,20 @@ export function nodeLabelFactsOf(
     productTypes: o.facts.productTypes ?? [],
     superPodId: o.superPodId,
     serverIndex: o.serverIndex,
+    ...(o.a5
+      ? {
+          rackId: o.a5.rackId,
+          superPodType: o.a5.superPodType,
+          ...(o.a5.cardType !== undefined ? { cardType: o.a5.cardType } : {}),
+        }
+      : {}),
   };
 }
 
-/** One read of every chip's device IP (C.5: IPv4, else IPv6, else "") and super-device id (910A3, B.7). */
+/**
+ * One read of every chip's device IP (C.5: IPv4, else IPv6, else ""; A5: always "") and super-device id (910A3 and
+ * 910A5, B.7; on A5 also the logic id as `DeviceID`, I.2).
+ */
 export interface ChipAddresses {
   readonly base: BaseDeviceInfo[];
   readonly rank: ReadonlyMap<number, RankChip>;
@@ -77,8 +94,9 @@ export function readChipAddresses(
   const base: BaseDeviceInfo[] = [];
   const rank = new Map<number, RankChip>();
   for (const c of [...chips].sort((a, b) => a.phyId - b.phyId)) {
-    let ip: string | undefined;
-    if (is910Family(kind)) {
+    const a5 = kind === 'Ascend910A5';
+    let ip: string | undefined = a5 ? '' : undefined; // spec C.5: A5 → empty
+    if (is910Family(kind) && !a5) {
       for (const v6 of [false, true]) {
         try {
           ip = dcmi.getDeviceIp(c.cardId, c.deviceId, v6);
@@ -89,14 +107,21 @@ export function readChipAddresses(
       }
     }
     let superDeviceId: number | undefined;
-    if (kind === 'Ascend910A3') {
+    if (kind === 'Ascend910A3' || a5) {
       try {
-        superDeviceId = dcmi.getSuperPodInfo(c.cardId, c.deviceId).sdid;
+        const sp = dcmi.getSuperPodInfo(c.cardId, c.deviceId);
+        // upstream: an A5 chip with a negative rack id keeps no super-device id
+        superDeviceId = a5 && sp.chassisId < 0 ? undefined : sp.sdid;
       } catch {
         superDeviceId = undefined;
       }
     }
-    base.push({ name: chipName(deviceType, c.phyId), ip: ip ?? '', superDeviceId: superDeviceId ?? 0 });
+    base.push({
+      name: chipName(deviceType, c.phyId),
+      ip: ip ?? '',
+      superDeviceId: superDeviceId ?? 0,
+      ...(a5 ? { deviceId: c.logicId } : {}),
+    });
     rank.set(c.phyId, {
       phyId: c.phyId,
       ...(ip !== undefined ? { ip } : {}),

@@ -57,6 +57,7 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
       hostIp: config.hostIp ?? '',
       superPodId: hw.superPodId,
       serverIndex: hw.serverIndex,
+      ...(hw.a5 ? { rackId: hw.a5.rackId } : {}), // spec I.3 `rack_id`: A5 only
       chips: d.rankChips,
       rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
       volcanoType: flags.volcanoType,

@@ -3,11 +3,11 @@
  * enumerated and the node discovered; what later layers need of the hardware is read here once (910A3 multi-die
  * policy and super-pod info, 910A work mode).
  */
-import type { PublicNames } from '../core/public-names.js';
+import { A5_INFO_NAMES, type PublicNames } from '../core/public-names.js';
 import { loadPublicNames } from './public-names.js';
 import { errorMessage as message } from '../core/errors.js';
 import type { ChipKind, NodeFacts, RunMode } from '../core/chips.js';
-import { runModeOf } from '../core/chips.js';
+import { a5CardTypeOf, runModeOf, type A5Facts } from '../core/chips.js';
 import { managerName } from '../core/device-names.js';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../core/paths.js';
@@ -35,9 +35,11 @@ export interface DcmiLayer {
   readonly resourceName: string;
   /** DCMI's chip name (node label). */
   readonly chipName: string;
-  /** Spec B.7 (910A3; -2 elsewhere or when unknown). */
+  /** Spec B.7 (910A3 and 910A5; -2 elsewhere or when unknown). */
   readonly superPodId: number;
   readonly serverIndex: number;
+  /** Ascend910A5 only (spec B.7, I.2, L.8): rack id, super-pod type and size, 300I card type. */
+  readonly a5?: A5Facts;
   /** 910A: the chip work mode is SMP (hot-reset §1.2 gate); false elsewhere. */
   readonly workModeSmp: boolean;
   /**
@@ -45,6 +47,11 @@ export interface DcmiLayer {
    * so every wiring renames with the same rules.
    */
   readonly names: PublicNames;
+  /**
+   * The names of the device-info ConfigMap and its read-back (spec H.3, G.2, G.5): {@link names} on every kind
+   * but Ascend910A5, where upstream rewrites the run-mode names `Ascend910-<phy>` to `npu-<phy>` (L.6).
+   */
+  readonly infoNames: PublicNames;
   /** 910A3 with a usable `liblingqu-dcmi.so` (spec L.9); undefined = switch faults off. */
   readonly switch?: SwitchHardware;
 }
@@ -72,21 +79,31 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
   for (const w of discovery.warnings) log.warn({ warning: w }, 'discovery');
   const facts = discovery.facts;
   const kind = facts.chipKind;
-  let superPodId = -2;
-  let serverIndex = -2;
   if (kind === 'Ascend910A3') {
     try {
       dcmi.setMultiDiePolicy(flags.useSingleDieMode ? 1 : 0);
     } catch (err) {
       log.warn({ error: message(err) }, 'dcmi_set_multi_die_policy failed');
     }
+  }
+  const sp = kind === 'Ascend910A3' || kind === 'Ascend910A5' ? readSuperPod(dcmi, chips, kind, log) : undefined;
+  let a5: A5Facts | undefined;
+  if (kind === 'Ascend910A5') {
+    let mainboardId: number | undefined;
     try {
-      const sp = dcmi.getSuperPodInfo(chips[0]!.cardId, chips[0]!.deviceId);
-      superPodId = sp.superPodId;
-      serverIndex = sp.serverId;
+      mainboardId = dcmi.getMainboardId(chips[0]!.cardId, chips[0]!.deviceId);
     } catch (err) {
-      log.warn({ error: message(err) }, 'super pod info unavailable');
+      log.warn({ error: message(err) }, 'dcmi_get_mainboard_id failed: no A5 300I card type');
     }
+    const cardType = a5CardTypeOf(facts.boardId, mainboardId);
+    a5 = {
+      rackId: sp?.rackId ?? -2,
+      superPodType: sp?.superPodType ?? 0,
+      superPodSize: sp?.superPodSize ?? -2,
+      answered: sp !== undefined,
+      ...(cardType !== undefined ? { cardType } : {}),
+    };
+    log.info({ ...a5 }, 'A5 super-pod facts');
   }
   log.info({ chipKind: kind, chipName: discovery.chipName, chips: chips.length, boardId: facts.boardId }, 'DCMI ready');
   let workModeSmp = false;
@@ -98,6 +115,7 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
     }
   }
   const deviceType = managerName(kind);
+  const names = loadPublicNames(ctx, { deviceType }, true);
   const sw = kind === 'Ascend910A3' ? await openSwitch(ctx) : undefined;
   return {
     dcmi,
@@ -109,12 +127,60 @@ export async function wireDcmi(ctx: AgentBase, retryMs: number): Promise<DcmiLay
     deviceType,
     resourceName: `huawei.com/${deviceType}`,
     chipName: discovery.chipName,
-    superPodId,
-    serverIndex,
+    superPodId: sp?.superPodId ?? -2,
+    serverIndex: sp?.serverIndex ?? -2,
+    ...(a5 ? { a5 } : {}),
     workModeSmp,
-    names: loadPublicNames(ctx, { deviceType }, true),
+    names,
+    infoNames: kind === 'Ascend910A5' ? A5_INFO_NAMES : names,
     ...(sw ? { switch: sw } : {}),
   };
+}
+
+/** Spec B.7 as read here; undefined when no chip answered. */
+export interface SuperPodRead {
+  readonly superPodId: number;
+  readonly serverIndex: number;
+  readonly rackId: number;
+  readonly superPodType: number;
+  readonly superPodSize: number;
+}
+
+/**
+ * Spec B.7: `dcmi_get_device_info(12, 1)` chip by chip; the first chip that answers gives the node's values (the
+ * super-device ids are read per chip with the addresses, `node-facts.ts`). On 910A5 a chip whose rack id is
+ * negative counts as not answering (upstream `getSuperPodInfo`).
+ */
+export function readSuperPod(
+  dcmi: Pick<Dcmi, 'getSuperPodInfo'>,
+  chips: readonly ChipAddress[],
+  kind: ChipKind,
+  log: AgentBase['log'],
+): SuperPodRead | undefined {
+  const problems: string[] = [];
+  for (const c of chips) {
+    let info;
+    try {
+      info = dcmi.getSuperPodInfo(c.cardId, c.deviceId);
+    } catch (err) {
+      problems.push(`logic ${c.logicId}: ${message(err)}`);
+      continue;
+    }
+    if (kind === 'Ascend910A5' && info.chassisId < 0) {
+      problems.push(`logic ${c.logicId}: rack id ${info.chassisId} invalid`);
+      continue;
+    }
+    if (problems.length > 0) log.warn({ problems: problems.slice(0, 8) }, 'super pod info unavailable on some chips');
+    return {
+      superPodId: info.superPodId,
+      serverIndex: info.serverId,
+      rackId: info.chassisId,
+      superPodType: info.superPodType,
+      superPodSize: info.scaleType,
+    };
+  }
+  log.warn({ problems: problems.slice(0, 8) }, 'super pod info unavailable: -2 (spec B.7)');
+  return undefined;
 }
 
 /**
@@ -197,10 +263,15 @@ async function openDcmi(
     });
   }
   const missing = dcmi.missingSymbols();
-  if (missing.includes('dcmi_init') || missing.includes('dcmi_get_card_num_list')) {
+  // spec A.2 step 4.1: v1 (`dcmi_*`) or v2 (`dcmiv2_*`, Ascend910A5); a library must offer one of them whole enough
+  const v1Unusable = missing.includes('dcmi_init') || missing.includes('dcmi_get_card_num_list');
+  const missingV2 = dcmi.missingSymbolsV2();
+  const v2Unusable = missingV2.includes('dcmiv2_init') || missingV2.includes('dcmiv2_get_device_list');
+  if (v1Unusable && v2Unusable) {
     dcmi.close();
     throw new AgentStartError(
-      `DCMI library unusable: ${lib.path} lacks ${missing.slice(0, 5).join(', ')} (wrong ABI?)`,
+      `DCMI library unusable: ${lib.path} lacks ${missing.slice(0, 5).join(', ')} and ` +
+        `${missingV2.slice(0, 3).join(', ')} (wrong ABI?)`,
       EXIT.DCMI_UNUSABLE,
     );
   }

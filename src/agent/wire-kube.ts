@@ -5,12 +5,14 @@
  * operator's release (`store.release`), what the ConfigMap holds (`store.confirmWritten`), the deferred G.3 restore
  * (`store.restore`).
  */
+import { a5PublishesRackId } from '../core/chips.js';
 import { chipName, effectiveShareCount } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
 import { deviceInfoViewOf } from '../kube/device-info-view.js';
 import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG, switchInfoOf } from '../kube/device-info-switch.js';
 import { SwitchCodeConfigMapOverlay } from '../kube/device-info-switch-codes.js';
+import { removeObsoleteResource } from '../kube/node-capacity.js';
 import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 import type { RestoreResult } from '../state/restore.js';
@@ -81,6 +83,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   const events = api.events;
   // spec L.6: the ConfigMap, the node annotation and the pod annotations carry public names; the store keeps inner
   const names = hw.names;
+  // the ConfigMap's lists name chips by run mode (`Ascend910-<phy>`); on A5 upstream writes `npu-<phy>` (L.6)
+  const infoNames = hw.infoNames;
   // the C.5 addresses of the rank table, read with the node labels (at start and at every refresh)
   let rankChips: ReadonlyMap<number, RankChip> = new Map();
   const chipAddresses = (): readonly BaseDeviceInfo[] => {
@@ -96,6 +100,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
       chipName: hw.chipName,
       superPodId: hw.superPodId,
       serverIndex: hw.serverIndex,
+      ...(hw.a5 ? { a5: hw.a5 } : {}),
       logger: log,
     }),
     baseDeviceInfos: chipAddresses,
@@ -120,7 +125,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     resourceName: names.resource(hw.resourceName),
     superPodId: hw.superPodId,
     serverIndex: hw.serverIndex,
-    ...(names.active ? { publicName: names.name } : {}),
+    // spec H.3: `RackID` after `CheckCode` on A5 1D/2D pods only
+    ...(hw.a5 && a5PublishesRackId(hw.a5) ? { rackId: hw.a5.rackId } : {}),
+    ...(infoNames.active ? { publicName: infoNames.name } : {}),
     // spec B.3 share mode: every copy listed, only the copies a pod holds left out of the schedulable list
     ...(shareCount > 1
       ? {
@@ -160,7 +167,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     separation: storeSeparationHost(store, hw.runMode),
     ...(d.restored ? { confirmedManual: d.restored.confirmedManual } : {}),
     lateStartup: (v) => store.restore(v), // its confirmedManual is what counts as live (not the separations)
-    ...(names.active ? { innerNames: names } : {}),
+    ...(infoNames.active ? { innerNames: infoNames } : {}),
     onWritten: () => {
       metrics.configMapWrites.inc({ result: 'ok' });
       void labeler.onDeviceInfoWritten();
@@ -186,7 +193,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
   });
   store.onFaultEvents((applied) => {
-    for (const e of applied) events.record(faultEvent(config.nodeName, e, e.time)); // spec K.1
+    // spec K.1; A5 names the chip by logic id (`logicID:<id>`)
+    const a5 = hw.kind === 'Ascend910A5';
+    for (const e of applied) events.record(faultEvent(config.nodeName, a5 ? { ...e, a5 } : e, e.time));
   });
   let periodic: NodeJS.Timeout | undefined;
   return {
@@ -219,6 +228,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
         clearTimeout(timer);
       }
       labeler.startRefresher();
+      // spec A.2 step 8: A5 drops the 910 resource a former plugin left in the node's capacity
+      if (hw.kind === 'Ascend910A5') await removeObsoleteResource(api.core, config.nodeName, log);
     },
     startPeriodic: () => {
       // an operator's edit of a Recover label counts within one period even when no chip changes

@@ -28,6 +28,7 @@ import {
 } from '../kubelet/vnpu-setup.js';
 import type { AgentContext } from './context.js';
 import { AgentStartError, EXIT, StartAborted } from './errors.js';
+import { hcclTopoFilePath, HCCL_TOPO_FILE_PATH } from '../kubelet/hccl-topo.js';
 import type { DcmiLayer } from './wire-dcmi.js';
 
 /** The kubelet layer. */
@@ -151,7 +152,8 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
     status: () =>
       (mgr?.status() ?? []).map((s) => ({ ...s, registered: s.registered && everRegistered.has(s.resourceName) })),
     reregister: (reason) => mgr?.triggerReregister(reason),
-    start: async (pods, onFatal, waitTimeoutMs, extraEnvs, events, api) => {
+    start: async (pods, onFatal, waitTimeoutMs, podEnvs, events, api) => {
+      const extraEnvs = withTopoFile(hw, log, podEnvs);
       const dynamic =
         coreSource && pods
           ? new DynamicVnpu({
@@ -254,4 +256,28 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
       await mgr?.stop().catch((err: unknown) => log.warn({ error: message(err) }, 'kubelet stop'));
     },
   };
+}
+
+/**
+ * Spec C.4 "A5 only", L.8: on Ascend910A5 every Allocate response (both mounting modes) carries
+ * `HCCL_TOPO_FILE_PATH`, chosen once at start from the card type or super-pod type (they do not change while the
+ * agent runs); the other variables (`-enableSlowNode`) follow. Other kinds: `envs` unchanged.
+ */
+export function withTopoFile(
+  hw: Pick<DcmiLayer, 'kind' | 'a5'>,
+  log: AgentContext['log'],
+  envs: (() => Readonly<Record<string, string>>) | undefined,
+): (() => Readonly<Record<string, string>>) | undefined {
+  if (hw.kind !== 'Ascend910A5' || !hw.a5) return envs;
+  const topo = hcclTopoFilePath({
+    ...(hw.a5.cardType !== undefined ? { cardType: hw.a5.cardType } : {}),
+    superPodType: hw.a5.answered ? hw.a5.superPodType : undefined,
+  });
+  if ('problem' in topo) {
+    log.error({ problem: topo.problem }, `Allocate sets no ${HCCL_TOPO_FILE_PATH} on this A5 node`);
+    return envs;
+  }
+  log.info({ [HCCL_TOPO_FILE_PATH]: topo.path }, 'A5 topology file for Allocate (spec L.8)');
+  const fixed = { [HCCL_TOPO_FILE_PATH]: topo.path };
+  return envs ? () => ({ ...fixed, ...envs() }) : () => fixed;
 }

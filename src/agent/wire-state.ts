@@ -86,7 +86,7 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
   }
   let restored: RestoreResult | undefined;
   // spec L.6: the live ConfigMap holds public names; the store and the state file keep the inner ones
-  const names = d.hw.names;
+  const names = d.hw.infoNames;
   const live = d.live && {
     ...d.live,
     manuallySeparateNPU: names.inner(d.live.manuallySeparateNPU),

@@ -56,3 +56,38 @@ export function subscribesToFaults(kind: ChipKind): boolean {
 export function hasParameterPlane(kind: ChipKind): boolean {
   return kind === 'Ascend910' || kind === 'Ascend910B' || kind === 'Ascend910A3';
 }
+
+/** Ascend910A5 node facts read at start (spec B.7, I.2, L.8). */
+export interface A5Facts {
+  /** Rack id (`chassis_id` of `dcmi_spod_info`); -2 when no chip answered. */
+  readonly rackId: number;
+  /** Super-pod type: 0 server, 1 1D pod, 2 2D pod, 3 16P server, 4 32P server; 0 when no chip answered. */
+  readonly superPodType: number;
+  /** Super-pod size (`scale_type`); -2 when no chip answered. */
+  readonly superPodSize: number;
+  /** Whether any chip answered the super-pod query. */
+  readonly answered: boolean;
+  /** `300I-A5` / `300I-A5-4p` on the 300I cards (the `cardType` node annotation); absent elsewhere. */
+  readonly cardType?: string;
+}
+
+/** A5 super-pod types (upstream `ProductType*`). */
+export const A5_SUPER_POD_TYPE = Object.freeze({ server: 0, pod1D: 1, pod2D: 2, server16P: 3, server32P: 4 });
+
+/** Spec H.3, I.2: the rack id is published (ConfigMap `RackID`, node annotation `rackID`) in the 1D/2D pods only. */
+export function a5PublishesRackId(a5: Pick<A5Facts, 'superPodType'>): boolean {
+  return a5.superPodType === A5_SUPER_POD_TYPE.pod1D || a5.superPodType === A5_SUPER_POD_TYPE.pod2D;
+}
+
+/** Board ids of the A5 300I cards and the main boards that tell the 1P card from the 4P card (upstream). */
+export const A5_300I_BOARD_IDS: ReadonlySet<number> = new Set([0x1a, 0x1b]);
+export const A5_300I_MAIN_BOARDS: Readonly<Record<number, string>> = Object.freeze({
+  0x68: '300I-A5',
+  0x6c: '300I-A5-4p',
+});
+
+/** The A5 card type: `300I-A5` or `300I-A5-4p` on a 300I board with a known main board, else undefined. */
+export function a5CardTypeOf(boardId: number, mainboardId: number | undefined): string | undefined {
+  if (!A5_300I_BOARD_IDS.has(boardId) || mainboardId === undefined) return undefined;
+  return Object.hasOwn(A5_300I_MAIN_BOARDS, mainboardId) ? A5_300I_MAIN_BOARDS[mainboardId] : undefined;
+}

@@ -103,6 +103,11 @@ export function goRaw(json: string): GoRaw {
   return { goKind: 'raw', json };
 }
 
+/** Go `omitempty` of an already-encoded slice: `''`, `null` or `[]` (whitespace aside) is left out. */
+export function isEmptyJsonSlice(json: string): boolean {
+  return /^\s*(null|\[\s*\])?\s*$/.test(json);
+}
+
 /** `json.Marshal(v)` as a JS string (its UTF-8 encoding is Go's byte output). */
 export function marshalGo(value: GoValue, options: GoJsonOptions = {}): string {
   const out: string[] = [];

@@ -174,9 +174,40 @@ export const IDENTITY_NAMES: PublicNames = Object.freeze({
 export function publicNamesFor(entries: readonly NameCustomization[], managerName: string): PublicNames {
   const e = entries.find((x) => x.resourceType === managerName);
   if (!e) return IDENTITY_NAMES;
-  const innerPre = `${managerName}-`;
-  const innerType = `${RESOURCE_PREFIX}${managerName}`;
-  const pub = e.devicePublicNamePre;
+  // upstream would write an empty key when PodConfigurationName is empty; the rank table keeps its key then
+  const podKey = (k: string): string =>
+    k === RANK_TABLE_910_KEY && e.podConfigurationName !== '' ? e.podConfigurationName : k;
+  return prefixRules(
+    `${managerName}-`,
+    e.devicePublicNamePre,
+    `${RESOURCE_PREFIX}${managerName}`,
+    e.devicePublicType,
+    podKey,
+  );
+}
+
+/**
+ * Spec L.6 last sentence, H.3: on Ascend910A5 (not an "old" kind) upstream rewrites the run-mode names of the
+ * device-info ConfigMap (`Ascend910-<phy>`, `huawei.com/Ascend910…`) to `npu-<phy>` / `huawei.com/npu…` — in the
+ * device lists, `ManuallySeparateNPU` and `UpgradeFaultReason` — and reads an operator's `npu-<phy>` back. The
+ * kubelet names are `npu-<phy>` already (B.3), so these rules are for the ConfigMap and its read-back only.
+ */
+export const A5_INFO_NAMES: PublicNames = prefixRules(
+  'Ascend910-',
+  'npu-',
+  `${RESOURCE_PREFIX}Ascend910`,
+  `${RESOURCE_PREFIX}npu`,
+  (k) => k,
+);
+
+/** The rules replacing one inner prefix and resource name by public ones, and their reverse. */
+function prefixRules(
+  innerPre: string,
+  pub: string,
+  innerType: string,
+  publicType: string,
+  podKey: (key: string) => string,
+): PublicNames {
   const innerOne = (n: string): string => (n.startsWith(pub) ? innerPre + n.slice(pub.length) : n);
   const inner = (t: string): string => (t.includes(',') ? t.split(',').map(innerOne).join(',') : innerOne(t));
   return Object.freeze({
@@ -194,8 +225,7 @@ export function publicNamesFor(entries: readonly NameCustomization[], managerNam
       if (typeof v !== 'object' || v === null || Array.isArray(v)) return t;
       return JSON.stringify(Object.fromEntries(Object.entries(v).map(([k, x]) => [innerOne(k), x as unknown])));
     },
-    resource: (t: string) => replaceAll(t, innerType, e.devicePublicType),
-    // upstream would write an empty key when PodConfigurationName is empty; the rank table keeps its key then
-    podKey: (k: string) => (k === RANK_TABLE_910_KEY && e.podConfigurationName !== '' ? e.podConfigurationName : k),
+    resource: (t: string) => replaceAll(t, innerType, publicType),
+    podKey,
   });
 }

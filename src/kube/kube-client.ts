@@ -211,6 +211,7 @@ export type AgentCoreApi = Pick<
   | 'readNode'
   | 'listNode'
   | 'patchNode'
+  | 'patchNodeStatus'
   | 'patchNamespacedPod'
   | 'listPodForAllNamespaces'
 >;
@@ -352,6 +353,11 @@ export class KubeClient implements AgentCoreApi {
 
   patchNode(p: Param<'patchNode'>, options?: CallOptions): Promise<Answer<'patchNode'>> {
     return this.#call('PATCH', () => `/api/v1/nodes/${seg(p.name)}`, p, p.body, patchContentType(options));
+  }
+
+  patchNodeStatus(p: Param<'patchNodeStatus'>, options?: CallOptions): Promise<Answer<'patchNodeStatus'>> {
+    const path = (): string => `/api/v1/nodes/${seg(p.name)}/status`;
+    return this.#call('PATCH', path, p, p.body, patchContentType(options));
   }
 
   patchNamespacedPod(p: Param<'patchNamespacedPod'>, options?: CallOptions): Promise<Answer<'patchNamespacedPod'>> {

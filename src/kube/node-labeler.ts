@@ -7,9 +7,9 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
-import type { ChipKind } from '../core/chips.js';
+import { a5PublishesRackId, type ChipKind } from '../core/chips.js';
 import type { DeviceInfoChip, DeviceInfoView } from './device-info.js';
-import { goMap, goSlice, goStruct, goRaw, marshalGo, type GoValue } from '../core/go-json.js';
+import { goMap, goStruct, goRaw, isEmptyJsonSlice, marshalGo, type GoValue } from '../core/go-json.js';
 import { ListWatch, type WatchFn } from './list-watch.js';
 import { MERGE_PATCH } from './merge-patch.js';
 import { statusOf } from '../core/errors.js';
@@ -88,8 +88,10 @@ export interface NodeLabelFacts {
   /** Spec B.7 (-2 unknown). */
   readonly superPodId: number;
   readonly serverIndex: number;
-  /** A5 1D/2D only. */
+  /** A5 only (B.7): the rack id; labelled when ≥ 0, annotated (`rackID`) in 1D/2D pods only. */
   readonly rackId?: number;
+  /** A5 only (B.7): the super-pod type (1 = 1D pod, 2 = 2D pod). */
+  readonly superPodType?: number;
   /** A5 only: `huawei.com/topotree.serverid` (default: the server index). */
   readonly serverId?: number;
   /** A5 300I cards only. */
@@ -144,8 +146,10 @@ export function nodeLabelsOf(f: NodeLabelFacts, existing: Readonly<Record<string
   if ((f.chipKind === 'Ascend910A3' || isA5(f.chipKind)) && f.superPodId >= 0)
     want.push([LABEL_SUPER_POD_ID, String(f.superPodId)]);
   if (isA5(f.chipKind)) {
-    if (f.rackId !== undefined) want.push([LABEL_RACK_ID, String(f.rackId)]);
-    want.push([LABEL_SERVER_ID, String(f.serverId ?? f.serverIndex)]);
+    // upstream: each only when the value is not negative
+    if (f.rackId !== undefined && f.rackId >= 0) want.push([LABEL_RACK_ID, String(f.rackId)]);
+    const serverId = f.serverId ?? f.serverIndex;
+    if (serverId >= 0) want.push([LABEL_SERVER_ID, String(serverId)]);
   }
   const labels: Record<string, string> = {};
   const skipped: { label: string; value: string }[] = [];
@@ -156,17 +160,18 @@ export function nodeLabelsOf(f: NodeLabelFacts, existing: Readonly<Record<string
   return { labels, skipped };
 }
 
-/** `baseDeviceInfos` (spec I.2): device name → `{"IP","SuperDeviceID"}` (A5 adds `DeviceID`, `levelList`). */
+/**
+ * `baseDeviceInfos` (spec I.2): device name → `{"IP","SuperDeviceID"}`; A5 writes upstream's
+ * `{"DeviceID":<logic id>,"IP","SuperDeviceID","levelList":[…]}` (Go field order; `levelList` omitted when empty).
+ */
 export function baseDeviceInfosValue(chips: readonly BaseDeviceInfo[], a5 = false): string {
   const m: Record<string, GoValue> = {};
   for (const c of chips) {
-    const fields: [string, GoValue][] = [
-      ['IP', c.ip],
-      ['SuperDeviceID', c.superDeviceId >>> 0],
-    ];
-    if (a5) {
-      fields.push(['DeviceID', c.deviceId ?? 0]);
-      fields.push(['levelList', c.levelListJson !== undefined ? goRaw(c.levelListJson) : goSlice(null)]);
+    const fields: [string, GoValue][] = [];
+    if (a5) fields.push(['DeviceID', c.deviceId ?? 0]);
+    fields.push(['IP', c.ip], ['SuperDeviceID', c.superDeviceId >>> 0]);
+    if (a5 && c.levelListJson !== undefined && !isEmptyJsonSlice(c.levelListJson)) {
+      fields.push(['levelList', goRaw(c.levelListJson)]);
     }
     m[c.name] = goStruct(fields);
   }
@@ -183,7 +188,15 @@ export function nodeAnnotationsOf(f: NodeLabelFacts, chips: readonly BaseDeviceI
     [ANNOTATION_SERVER_TYPE]: a5 ? 'npu' : f.chipKind === 'Ascend910A3' ? 'A3' : '',
   };
   if (a5 && f.cardType !== undefined) out[ANNOTATION_CARD_TYPE] = f.cardType;
-  if (a5 && f.rackId !== undefined) out[ANNOTATION_RACK_ID] = String(f.rackId);
+  // upstream: `rackID` in the 1D/2D super pods only (super-pod type 1 or 2)
+  if (
+    a5 &&
+    f.rackId !== undefined &&
+    f.superPodType !== undefined &&
+    a5PublishesRackId({ superPodType: f.superPodType })
+  ) {
+    out[ANNOTATION_RACK_ID] = String(f.rackId);
+  }
   return out;
 }
 

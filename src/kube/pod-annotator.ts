@@ -12,7 +12,7 @@ import { isVirtualName, phyIdOfName, RESOURCE_PREFIX } from '../core/device-name
 import type { PodCache, PodView, PodDevices } from '../core/pods.js';
 import { joinSorted } from './device-info.js';
 import { MERGE_PATCH } from './merge-patch.js';
-import { goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { goRaw, goSlice, goStruct, isEmptyJsonSlice, marshalGo, type GoValue } from '../core/go-json.js';
 import { systemQueueClock, type QueueClock } from './write-queue.js';
 import { statusOf } from '../core/errors.js';
 import { runModeOf, type ChipKind } from '../core/chips.js';
@@ -29,7 +29,7 @@ export interface RankChip {
   readonly ip?: string;
   /** B.7 super-device id; undefined when DCMI gave none (written `0`). */
   readonly superDeviceId?: number;
-  /** A5 only: `levelList` JSON (written as a JSON string value). */
+  /** A5 only: `levelList` JSON array (written as is; left out when empty, as upstream's omitempty). */
   readonly levelList?: string;
 }
 
@@ -114,7 +114,10 @@ export function rankTableJson(o: {
       ['device_ip', virtual ? '127.0.0.1' : (chip?.ip ?? '-1')],
       ['super_device_id', chip === undefined ? '-2' : String(chip.superDeviceId ?? 0)],
     ];
-    if (o.a5) fields.push(['levelList', chip?.levelList ?? '']);
+    // A5: upstream's `levelList` array, left out when empty (Go omitempty)
+    if (o.a5 && chip?.levelList !== undefined && !isEmptyJsonSlice(chip.levelList)) {
+      fields.push(['levelList', goRaw(chip.levelList)]);
+    }
     devices.push({ phy, v: goStruct(fields) });
   }
   devices.sort((a, b) => a.phy - b.phy);

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import {
   GoJsonError,
   goFloat,
+  isEmptyJsonSlice,
   goMap,
   goQuote,
   goRaw,
@@ -152,5 +153,15 @@ describe('H.6 raw messages and hashing', () => {
   test('H.3 the hash is over the UTF-8 bytes', () => {
     const bytes = Buffer.from([0x22, 0xc3, 0xa9, 0x22]); // "é"
     expect(goSha256Hex('é')).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+});
+
+describe('spec H.6 omitempty of an encoded slice', () => {
+  test.each(['', 'null', '[]', ' [ ] '])('H.6 %j is empty (left out)', (json) => {
+    expect(isEmptyJsonSlice(json)).toBe(true);
+  });
+
+  test('H.6 a slice with an element is not empty', () => {
+    expect(isEmptyJsonSlice('[{"net_layer":0}]')).toBe(false);
   });
 });

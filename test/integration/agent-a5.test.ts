@@ -1,0 +1,229 @@
+/**
+ * Ascend910A5 served end to end (issue [N] item 3; spec B.3, C.4, L.8, H.3, I.1, I.2, A.2 step 8): the built agent
+ * on the mock with an Ascend950 scenario (detected through the v1 calls), the kubelet simulator and the API
+ * stand-in.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, test } from '@jest/globals';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { checkCodeOf, KEY_DEVICE_INFO, KEY_MANUALLY_SEPARATE } from '../../src/kube/device-info.js';
+import {
+  ANNOTATION_ASCEND_REAL,
+  ANNOTATION_RANK_TABLE_910,
+  ANNOTATION_RANK_TABLE_NPU,
+} from '../../src/kube/pod-annotator.js';
+import {
+  AgentSandbox,
+  deviceList,
+  FREQUENCY_CODE,
+  listed,
+  NODE_NAME,
+  runAgentOnce,
+  SEPARATE_CODE,
+} from '../helpers/agent-process.js';
+
+let sb: AgentSandbox | undefined;
+afterEach(async () => {
+  await sb?.close();
+  sb = undefined;
+});
+
+/** A 1D super pod (super pod 7, server 2, rack 3, super-pod type 1) on the DCMI v2 API. */
+const POD_1D = path.join(PROJECT_ROOT, 'scenarios', '950-8chip.json');
+/** An 8P server (super pod 3, server 5, rack 1, super-pod type 0) on the DCMI v2 API. */
+const SERVER = path.join(PROJECT_ROOT, 'scenarios', '950-server.json');
+const NPU = 'huawei.com/npu';
+
+async function startA5(before?: (s: AgentSandbox) => void, scenario = POD_1D): Promise<AgentSandbox> {
+  sb = await AgentSandbox.create(scenario);
+  before?.(sb);
+  await sb.start([], {}, { resource: NPU });
+  return sb;
+}
+
+interface Cfg {
+  DeviceInfo: { DeviceList: Record<string, string>; UpdateTime: number };
+  SuperPodID: number;
+  ServerIndex: number;
+  CheckCode: string;
+  RackID?: number;
+}
+
+describe('spec B.3, C.1 Ascend910A5 registers huawei.com/npu', () => {
+  test('B.3 kubelet sees huawei.com/npu with the IDs npu-<phy>, all healthy', async () => {
+    const s = await startA5();
+    const devices = await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    expect(devices.map((d) => d.ID).sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `npu-${i}`).sort());
+    expect(devices.every((d) => d.health === 'Healthy')).toBe(true);
+    expect(s.kubelet.devices('huawei.com/Ascend910')).toBeUndefined();
+  });
+
+  test('C.4, L.8 Allocate in a 1D super pod sets HCCL_TOPO_FILE_PATH to the 1D topology file, with the chips mounted', async () => {
+    const s = await startA5();
+    await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    const res = await s.kubelet.allocate(NPU, [['npu-2', 'npu-5']]);
+    const c = res.containerResponses[0]!;
+    expect(c.envs.HCCL_TOPO_FILE_PATH).toBe('/usr/local/Ascend/driver/topo/950/atlas_950_1.json');
+    expect(c.devices.map((d) => d.containerPath)).toEqual(
+      expect.arrayContaining(['/dev/davinci2', '/dev/davinci5', '/dev/davinci_manager']),
+    );
+  });
+
+  test('C.4, L.8 Allocate on an 8P server (super-pod type 0) names the server topology file', async () => {
+    const s = await startA5(undefined, SERVER);
+    await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    const res = await s.kubelet.allocate(NPU, [['npu-0']]);
+    expect(res.containerResponses[0]!.envs.HCCL_TOPO_FILE_PATH).toBe(
+      '/usr/local/Ascend/driver/topo/950/atlas_850_1.json',
+    );
+  });
+});
+
+describe('spec H.3 the A5 device-info ConfigMap', () => {
+  test('H.3 in a 1D pod: DeviceList keys huawei.com/npu…, names npu-<phy>, SuperPodID/ServerIndex from B.7, RackID last', async () => {
+    const s = await startA5();
+    const data = await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
+    const cfg = JSON.parse(data[KEY_DEVICE_INFO]!) as Cfg;
+    expect(Object.keys(cfg.DeviceInfo.DeviceList).sort()).toEqual([
+      'huawei.com/npu',
+      'huawei.com/npu-Fault',
+      'huawei.com/npu-NetworkUnhealthy',
+      'huawei.com/npu-Recovering',
+      'huawei.com/npu-Unhealthy',
+    ]);
+    expect(cfg.DeviceInfo.DeviceList[NPU]).toBe([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `npu-${i}`).join(','));
+    expect([cfg.SuperPodID, cfg.ServerIndex, cfg.RackID]).toEqual([7, 2, 3]);
+    expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode', 'RackID']);
+    expect(cfg.CheckCode).toBe(checkCodeOf(cfg.DeviceInfo.DeviceList, cfg.DeviceInfo.UpdateTime));
+  });
+
+  test('H.3 on an 8P server the A5 DeviceInfoCfg has no RackID', async () => {
+    const s = await startA5(undefined, SERVER);
+    const data = await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
+    const cfg = JSON.parse(data[KEY_DEVICE_INFO]!) as Cfg;
+    expect(Object.keys(cfg)).toEqual(['DeviceInfo', 'SuperPodID', 'ServerIndex', 'CheckCode']);
+    expect([cfg.SuperPodID, cfg.ServerIndex]).toEqual([3, 5]);
+  });
+
+  test('H.3 a SeparateNPU fault on npu-3: npu-3 in huawei.com/npu-Unhealthy and its fault entry named npu-3', async () => {
+    const s = await startA5();
+    await s.until(() => s.deviceInfo()?.data, 'the device-info ConfigMap', 20_000);
+    await s.mock({ op: 'fault', logicId: 3, eventId: SEPARATE_CODE, assertion: 'occur' });
+    const list = await s.until(
+      () => (deviceList(s)?.['huawei.com/npu-Unhealthy'] === 'npu-3' ? deviceList(s) : undefined),
+      'npu-3 in huawei.com/npu-Unhealthy',
+    );
+    expect(list[NPU]).toBe('npu-0,npu-1,npu-2,npu-4,npu-5,npu-6,npu-7');
+    const faults = JSON.parse(list['huawei.com/npu-Fault']!) as { npu_name: string; fault_code: string }[];
+    expect(faults.map((f) => [f.npu_name, f.fault_code])).toEqual([['npu-3', SEPARATE_CODE]]);
+  });
+
+  test('K.1 the fault Event of an A5 chip names it logicID:<id>', async () => {
+    const s = await startA5();
+    await s.mock({ op: 'fault', logicId: 3, eventId: SEPARATE_CODE, assertion: 'occur' });
+    const e = await s.until(
+      () => s.events().find((x) => (x.message ?? '').includes(`faultCodes:${SEPARATE_CODE}`)),
+      'the fault Event',
+    );
+    expect(e.message).toContain('logicID:3,');
+    expect(e.message).not.toContain('cardID:');
+  });
+});
+
+describe('spec G.2, G.3 A5 manual separation with npu names', () => {
+  test('G.3 after a restart without the state file npu-5 stays separated: the live ManuallySeparateNPU "npu-5" is read back', async () => {
+    const s = await startA5();
+    for (const assertion of ['occur', 'recover', 'occur'] as const) {
+      await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion });
+      if (assertion === 'recover') {
+        await s.until(() => s.kubelet.devices(NPU)?.find((d) => d.ID === 'npu-5')?.health === 'Healthy', 'recovered');
+      }
+    }
+    await s.until(() => listed(s.deviceInfo()?.data?.[KEY_MANUALLY_SEPARATE], 'npu-5'), 'ManuallySeparateNPU npu-5');
+    s.agent!.child.kill('SIGTERM');
+    expect((await s.agent!.waitExit()).code).toBe(0);
+    await s.mock({ op: 'fault', logicId: 5, eventId: FREQUENCY_CODE, assertion: 'recover' }).catch(() => undefined);
+    // without the state file only the live ConfigMap ("npu-5") can tell the agent
+    fs.rmSync(path.join(s.dir, 'state'), { recursive: true, force: true });
+    fs.mkdirSync(path.join(s.dir, 'state'));
+    await s.start([], {}, { resource: NPU });
+    const dev = await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
+    expect(dev.find((d) => d.ID === 'npu-5')?.health).toBe('Unhealthy');
+    expect(s.deviceInfo()?.data?.[KEY_MANUALLY_SEPARATE]).toBe('npu-5');
+  });
+});
+
+describe('spec I.3 the A5 pod annotations', () => {
+  test('I.3 a pod allocated npu-2 gets AscendReal npu-2 and the npu rank table with rack_id and an empty device_ip', async () => {
+    const s = await startA5();
+    await s.core().createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'train-0', namespace: 'default' },
+        spec: {
+          nodeName: NODE_NAME,
+          containers: [{ name: 'c0', image: 'x', resources: { limits: { [NPU]: '1' } } }],
+        },
+      },
+    });
+    await s.kubelet.allocate(NPU, [['npu-2']], { namespace: 'default', name: 'train-0' });
+    const annotations = await s.untilAsync(async () => {
+      const pod = await s.core().readNamespacedPod({ namespace: 'default', name: 'train-0' });
+      const a = pod.metadata?.annotations ?? {};
+      return a[ANNOTATION_ASCEND_REAL] !== undefined ? a : undefined;
+    }, 'the pod annotations');
+    expect(annotations[ANNOTATION_ASCEND_REAL]).toBe('npu-2');
+    expect(annotations[ANNOTATION_RANK_TABLE_910]).toBeUndefined();
+    const rank = JSON.parse(annotations[ANNOTATION_RANK_TABLE_NPU]!) as Record<string, unknown>;
+    expect(rank).toMatchObject({ pod_name: 'train-0', super_pod_id: 7, rack_id: 3, server_index: '2' });
+    expect(rank.devices).toEqual([{ device_id: '2', device_ip: '', super_device_id: '2' }]);
+  });
+});
+
+describe('spec I.1, I.2, A.2 step 8 the A5 node', () => {
+  test('I.1, I.2 labels and annotations of an A5 node in a 1D pod', async () => {
+    const s = await startA5();
+    const node = await s.until(
+      () => (s.node()?.metadata?.annotations?.baseDeviceInfos ? s.node() : undefined),
+      'the node annotations',
+    );
+    const labels = node.metadata!.labels!;
+    expect(labels.servertype).toBe('npu-32');
+    expect(labels.accelerator).toBe('huawei-npu');
+    expect(labels['huawei.com/topotree.superpodid']).toBe('7');
+    expect(labels['huawei.com/topotree.rackid']).toBe('3');
+    expect(labels['huawei.com/topotree.serverid']).toBe('2');
+    const a = node.metadata!.annotations!;
+    expect([a.serverType, a.superPodID, a.serverIndex, a.rackID]).toEqual(['npu', '7', '2', '3']);
+    const base = JSON.parse(a.baseDeviceInfos!) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(base['npu-3']!)).toEqual(['DeviceID', 'IP', 'SuperDeviceID']);
+    expect(base['npu-3']).toEqual({ DeviceID: 3, IP: '', SuperDeviceID: 3 });
+  });
+
+  test('A.2 step 8 huawei.com/Ascend910 leaves the capacity and allocatable of an A5 node', async () => {
+    const s = await startA5((box) => {
+      const t = box.api.resourceType('', 'nodes');
+      const node = box.api.store.get(t, undefined, NODE_NAME)!;
+      const res = { 'huawei.com/Ascend910': '8', cpu: '64' };
+      box.api.store.update(t, undefined, NODE_NAME, { ...node, status: { capacity: res, allocatable: res } }, 'status');
+    });
+    const node = await s.until(
+      () => (s.node()?.status?.capacity?.['huawei.com/Ascend910'] === undefined ? s.node() : undefined),
+      'the capacity without huawei.com/Ascend910',
+    );
+    expect(node.status?.allocatable).toEqual({ cpu: '64' });
+    expect(node.status?.capacity).toEqual({ cpu: '64' });
+  });
+});
+
+describe('spec A.2 step 4.1 a DCMI library of neither generation', () => {
+  test('A.2 step 4.1 a library with neither dcmi_init nor dcmiv2_init exits 3 naming both', async () => {
+    sb = await AgentSandbox.create(POD_1D);
+    // the switch library: a real shared object that is no DCMI library of either generation
+    const lib = path.join(PROJECT_ROOT, 'build', 'Release', 'liblingqu-dcmi.so');
+    const r = await runAgentOnce(sb.flags([`-dcmiLibrary=${lib}`]), sb.env());
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/lacks dcmi_init.* and dcmiv2_init/);
+  });
+});
