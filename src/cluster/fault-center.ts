@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
-import { ApiRecovery, ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
+import { ApiRecovery, ObjectWriteQueue, type BackoffOptions, type ObjectWriter } from '../kube/write-queue.js';
 import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
 import type { ConfigMapLike } from './device-info-intake.js';
 import type { DeviceViewProcessor } from './device-view.js';
@@ -114,10 +114,36 @@ export function faultCenterReadiness(center: {
   };
 }
 
+/** How long the cycles after the first wait for the first publish's writes at most. */
+const FIRST_WRITES_BOUND_MS = 2000;
+
 /** Bound of one `GET /readyz` outage probe. */
 const PROBE_TIMEOUT_MS = 2000;
 
 const DEVICE_INFO_SELECTOR = 'mx-consumer-cim=true';
+
+/**
+ * The writer of a chunk not found at take-over: its first write is a create (POST), not an update answered 404 and
+ * then a create, which sent every 800 KiB body twice at a first start (issue [O]); an object created meanwhile
+ * (409) is updated, and every later write is an update.
+ */
+export function createFirst(raw: ObjectWriter<PreparedConfigMap>): ObjectWriter<PreparedConfigMap> {
+  let absent = true;
+  return {
+    update: async (cm) => {
+      if (!absent) return raw.update(cm);
+      try {
+        await raw.create(cm);
+      } catch (e) {
+        if (statusOf(e) !== 409) throw e;
+        absent = false;
+        return raw.update(cm);
+      }
+      absent = false;
+    },
+    create: (cm) => raw.create(cm),
+  };
+}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -136,6 +162,8 @@ interface Term {
   submitted: Map<number, readonly Buffer[]>;
   /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
   prepared: Map<number, PreparedConfigMap>;
+  /** indices of the chunks found at take-over (the others are created by their first write) */
+  existing: Set<number>;
   /** when each chunk was last handed to its queue */
   chunkSubmitMs: Map<number, number>;
   /** the writer of the chunks and the state objects */
@@ -156,6 +184,9 @@ interface Term {
    */
   recovery: ApiRecovery;
   synced: boolean;
+  /** while the first publish's writes are under way: cycles are requested, not run */
+  holding: boolean;
+  cycleWanted: boolean;
   /** object → reason of its current refusal: each refused object is counted and logged once per reason */
   refused: Map<string, string>;
 }
@@ -283,6 +314,7 @@ export class FaultCenter {
       submitted: new Map(),
       prepared: new Map(),
       chunkSubmitMs: new Map(),
+      existing: new Set(),
       raw,
       lastChunkSubmitMs: 0,
       lastPublishMs: 0,
@@ -302,6 +334,8 @@ export class FaultCenter {
       stateIo,
       recovery,
       synced: false,
+      holding: false,
+      cycleWanted: false,
       refused: new Map(),
     };
     this.#term = term;
@@ -332,12 +366,36 @@ export class FaultCenter {
         timer.unref();
         term.timers.push(timer);
       };
+      // The first cycle and its publish right away (issue [O]: start → first complete publish): the chunks' writes
+      // are under way before the periodic tasks start, so no second cycle (1 s tick, due by then) runs first
+      term.holding = true;
+      this.#cycle(term, true);
+      if (term.publishTimer !== undefined) {
+        clearTimeout(term.publishTimer);
+        term.publishTimer = undefined;
+        this.#publish(term, false);
+      }
+      // …and the next cycle once they are done (bounded): its values could not be written earlier (a chunk is
+      // written at most once per chunkMinIntervalMs), and a cycle over thousands of nodes would hold the writes up
+      const writes = [...term.chunkQueues.values()].map((q) => q.whenIdle());
+      const bound = Math.min(FIRST_WRITES_BOUND_MS, this.#t.publishForceMs, 2 * this.#t.cycleMs);
+      let boundTimer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(writes),
+        new Promise<void>((r) => {
+          boundTimer = setTimeout(r, bound);
+          boundTimer.unref();
+        }),
+      ]);
+      clearTimeout(boundTimer);
+      term.holding = false;
+      if (term.stopped) return;
+      if (term.cycleWanted) this.#requestCycle(term);
       every(this.#t.cycleMs, () => this.#cycle(term, true));
       every(this.#t.releaseTickMs, () => this.#releaseTick(term));
       every(Math.min(1000, this.#t.publishForceMs), () => {
         if (this.#now() - term.lastChunkSubmitMs >= this.#t.publishForceMs) this.#publish(term, true);
       });
-      this.#cycle(term, true);
     } catch (e) {
       this.#log.error({ err: String(e) }, 'leader start-up failed; stepping down');
       await this.#elector.stop(true);
@@ -495,6 +553,7 @@ export class FaultCenter {
       if (m === null) continue;
       const i = Number(m[1]);
       n = Math.max(n, i + 1);
+      term.existing.add(i);
       const value = cm.data?.[name];
       if (value !== undefined) term.submitted.set(i, [escapeJsonContent(value)]);
     }
@@ -616,6 +675,10 @@ export class FaultCenter {
   /** §0.2 "also on demand": a cycle soon after an input changed, at most one per `onDemandMinIntervalMs`. */
   #requestCycle(term: Term): void {
     if (term.stopped || !term.synced || term.cycleTimer !== undefined) return;
+    if (term.holding) {
+      term.cycleWanted = true;
+      return;
+    }
     const now = this.#now();
     const delay = Math.max(this.#t.onDemandDelayMs, term.lastOnDemandMs + this.#t.onDemandMinIntervalMs - now);
     term.cycleTimer = setTimeout(() => {
@@ -753,7 +816,7 @@ export class FaultCenter {
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
         q = new ObjectWriteQueue<PreparedConfigMap>({
-          writer: term.raw,
+          writer: term.existing.has(i) ? term.raw : createFirst(term.raw),
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
