@@ -237,9 +237,11 @@ async function runCase(nodes: number, publicFaults: number): Promise<Record<stri
     center = await startCenter(kubeconfig, dir, 'e2e-a');
     const complete = await api.next('complete');
     result.firstCompletePublishMs = complete.atMs - center.startedMs;
+    // the center's CPU until then: less dependent on the machine's load than the wall time
+    result.firstCompletePublishCpuS = cpuSeconds(center.child.pid!);
     result.readyMs = await readyAfter(center);
     log(
-      `  start → first complete publish ${result.firstCompletePublishMs} ms (ready after ${result.readyMs} ms), load ${loadStart} → ${loadavg()}`,
+      `  start → first complete publish ${result.firstCompletePublishMs} ms (${fmt(result.firstCompletePublishCpuS, 2)} s of CPU, ready after ${result.readyMs} ms), load ${loadStart} → ${loadavg()}`,
     );
     result.startLoad = loadStart;
     if (START_ONLY) return result;
