@@ -20,6 +20,7 @@ import {
   escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
+import { RawInformer } from './raw-informer.js';
 import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
 import type { ManualCmAction, ManualCmRead } from './manual-separation.js';
 import { FaultCenterMetrics } from './metrics.js';
@@ -152,7 +153,7 @@ interface Term {
   core: FaultCenterCore;
   stopped: boolean;
   timers: NodeJS.Timeout[];
-  informers: k8s.Informer<k8s.KubernetesObject>[];
+  informers: { stop(): void }[];
   services: PublicFaultService[];
   unsubscribe: (() => void)[];
   /** the published chunks, kept up to date node by node (issue [O] item 1) */
@@ -412,7 +413,7 @@ export class FaultCenter {
     clearTimeout(term.cycleTimer);
     clearTimeout(term.publishTimer);
     for (const u of term.unsubscribe) u();
-    await Promise.all(term.informers.map((i) => i.stop().catch(() => undefined)));
+    for (const i of term.informers) i.stop();
     await Promise.all(term.services.map((s) => s.stop().catch(() => undefined)));
     for (const q of term.chunkQueues.values()) q.close();
     term.state.close();
@@ -561,29 +562,27 @@ export class FaultCenter {
   }
 
   async #startInformers(term: Term): Promise<void> {
-    const kc = this.#o.kubeConfig;
-    const keep = (inf: k8s.Informer<k8s.KubernetesObject> & k8s.ObjectCache<k8s.KubernetesObject>, what: string) => {
-      inf.on('error', (e: unknown) => {
-        this.#log.warn({ err: String(e), what }, 'watch ended; restarting');
-        const t = setTimeout(() => {
-          if (!term.stopped) inf.start().catch(() => undefined);
-        }, 1000);
-        t.unref();
-      });
+    const input = <T extends k8s.KubernetesObject>(
+      what: string,
+      path: string,
+      selectors: { labelSelector?: string; fieldSelector?: string },
+      h: { add(o: T): void; update(o: T): void; delete(o: T): void },
+    ): RawInformer<T> => {
+      const inf = new RawInformer<T>(
+        {
+          what,
+          path,
+          ...selectors,
+          kubeConfig: this.#o.kubeConfig,
+          getJson: (p) => term.raw.getJson(p),
+          logger: this.#log,
+          recovery: term.recovery,
+        },
+        h,
+      );
       term.informers.push(inf);
       return inf;
     };
-    // device-info ConfigMaps (§0.1)
-    const di = keep(
-      k8s.makeInformer(
-        kc,
-        `/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`,
-        () =>
-          this.#core.listNamespacedConfigMap({ namespace: DEVICE_INFO_NAMESPACE, labelSelector: DEVICE_INFO_SELECTOR }),
-        DEVICE_INFO_SELECTOR,
-      ),
-      'device-info',
-    );
     const offer = (type: 'add' | 'update' | 'delete', cm: ConfigMapLike) => {
       const ref = `${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`;
       // the intake remembers whether each node's last version was valid (§0.1), so no old object is kept here
@@ -600,17 +599,21 @@ export class FaultCenter {
       this.metrics.rejectedInputs.inc({ input: 'device-info', reason: r.reason });
       this.#log.warn({ configMap: ref, reason: r.reason, detail: r.detail }, 'device-info ConfigMap event ignored');
     };
-    di.on('add', (cm) => offer('add', cm));
-    di.on('update', (cm) => offer('update', cm));
-    di.on('delete', (cm) => {
-      offer('delete', cm);
-      term.refused.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`);
-    });
-    // pods (§1.3)
-    const pods = keep(
-      k8s.makeInformer(kc, '/api/v1/pods', () => this.#core.listPodForAllNamespaces()),
-      'pods',
+    // device-info ConfigMaps (§0.1)
+    const di = input<ConfigMapLike & k8s.KubernetesObject>(
+      'device-info',
+      `/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`,
+      { labelSelector: DEVICE_INFO_SELECTOR },
+      {
+        add: (cm) => offer('add', cm),
+        update: (cm) => offer('update', cm),
+        delete: (cm) => {
+          offer('delete', cm);
+          term.refused.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`);
+        },
+      },
     );
+    // pods (§1.3)
     const upsertPod = (p: k8s.KubernetesObject) => {
       const err = term.core.jobIndex.upsertPod(p);
       if (err !== undefined) {
@@ -618,58 +621,40 @@ export class FaultCenter {
         this.#log.warn(err);
       }
     };
-    pods.on('add', upsertPod);
-    pods.on('update', upsertPod);
-    pods.on('delete', (p) => term.core.jobIndex.deletePod(p));
+    const pods = input(
+      'pods',
+      '/api/v1/pods',
+      {},
+      { add: upsertPod, update: upsertPod, delete: (p) => term.core.jobIndex.deletePod(p) },
+    );
     // Volcano PodGroups (§1.4)
-    const pgs = keep(
-      k8s.makeInformer(
-        kc,
-        '/apis/scheduling.volcano.sh/v1beta1/podgroups',
-        () =>
-          this.#custom.listClusterCustomObject({
-            group: 'scheduling.volcano.sh',
-            version: 'v1beta1',
-            plural: 'podgroups',
-          }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
-      ),
+    const pgs = input(
       'podgroups',
+      '/apis/scheduling.volcano.sh/v1beta1/podgroups',
+      {},
+      {
+        add: (p) => term.core.jobIndex.upsertPodGroup(p),
+        update: (p) => term.core.jobIndex.upsertPodGroup(p),
+        delete: (p) => term.core.jobIndex.deletePodGroup(p),
+      },
     );
-    pgs.on('add', (p) => term.core.jobIndex.upsertPodGroup(p));
-    pgs.on('update', (p) => term.core.jobIndex.upsertPodGroup(p));
-    pgs.on('delete', (p) => term.core.jobIndex.deletePodGroup(p));
     // the policy ConfigMap (§1.2; watched instead of polled every 300 s)
-    const fieldSelector = `metadata.name=${POLICY_CONFIGMAP}`;
-    const pol = keep(
-      k8s.makeInformer(kc, `/api/v1/namespaces/${POLICY_NAMESPACE}/configmaps`, () =>
-        this.#core.listNamespacedConfigMap({ namespace: POLICY_NAMESPACE, fieldSelector }),
-      ),
-      'policy',
-    );
     let lastPolicyText: string | undefined;
-    const onPolicy = (cm: k8s.KubernetesObject) => {
-      const c = cm as k8s.V1ConfigMap;
+    const onPolicy = (c: k8s.V1ConfigMap) => {
       if (c.metadata?.name !== POLICY_CONFIGMAP) return;
       const text = JSON.stringify(c.data ?? null);
       if (text === lastPolicyText) return;
       lastPolicyText = text;
       void this.#applyPolicyData(c.data);
     };
-    pol.on('add', onPolicy);
-    pol.on('update', onPolicy);
-    // listed concurrently: at 10,000 nodes the lists are the larger part of the start-up
-    await Promise.all(
-      [di, pods, pgs, pol].map(async (inf) => {
-        try {
-          await inf.start();
-        } catch (e) {
-          this.#log.warn({ err: String(e) }, 'initial list failed; the watch retries');
-          inf.on('error', () => undefined);
-          const t = setTimeout(() => void inf.start().catch(() => undefined), 1000);
-          t.unref();
-        }
-      }),
+    const pol = input<k8s.V1ConfigMap>(
+      'policy',
+      `/api/v1/namespaces/${POLICY_NAMESPACE}/configmaps`,
+      { fieldSelector: `metadata.name=${POLICY_CONFIGMAP}` },
+      { add: onPolicy, update: onPolicy, delete: () => undefined },
     );
+    // listed concurrently (a failed first list is retried in the background with backoff, and logged)
+    await Promise.all([di, pods, pgs, pol].map((inf) => inf.start()));
   }
 
   /** §0.2 "also on demand": a cycle soon after an input changed, at most one per `onDemandMinIntervalMs`. */
