@@ -198,7 +198,6 @@ export class FaultCenter {
   readonly #o: FaultCenterOptions;
   readonly #t: FaultCenterTimings;
   readonly #core: k8s.CoreV1Api;
-  readonly #custom: k8s.CustomObjectsApi;
   readonly #elector: LeaseElector;
   readonly #log: Logger;
   #term: Term | undefined;
@@ -210,7 +209,6 @@ export class FaultCenter {
     this.#log = options.logger;
     this.metrics = new FaultCenterMetrics(options.registry);
     this.#core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
-    this.#custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     this.#elector = new LeaseElector({
       api: options.kubeConfig.makeApiClient(k8s.CoordinationV1Api),
       name: options.leaseName,

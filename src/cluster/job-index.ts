@@ -83,7 +83,7 @@ export class JobIndex {
     const entry: PodEntry = { node, jobId, deviceIds, seq: old?.seq ?? this.#seq++ };
     this.#pods.set(key, entry);
     let onNode = this.#byNode.get(node);
-    if (onNode === undefined) this.#byNode.set(node, (onNode = new Map()));
+    if (onNode === undefined) this.#byNode.set(node, (onNode = new Map<string, PodEntry>()));
     onNode.set(key, entry);
     return error;
   }
