@@ -8,7 +8,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
-import { ListWatch } from '../kube/list-watch.js';
+import { ListWatch, type WatchFn } from '../kube/list-watch.js';
 import type { ApiRecovery } from '../kube/write-queue.js';
 
 /** What an input does with its objects. */
@@ -27,6 +27,8 @@ export interface RawInformerOptions {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   readonly kubeConfig: k8s.KubeConfig;
+  /** the watch (default: client-node's, from `kubeConfig`) */
+  readonly watch?: WatchFn;
   /** `GET` of a path, answered with the parsed JSON */
   readonly getJson: (path: string) => Promise<unknown>;
   readonly logger: Logger;
@@ -65,7 +67,7 @@ export class RawInformer<T extends k8s.KubernetesObject> {
       path: o.path,
       ...(o.labelSelector !== undefined ? { labelSelector: o.labelSelector } : {}),
       ...(o.fieldSelector !== undefined ? { fieldSelector: o.fieldSelector } : {}),
-      watch: o.kubeConfig,
+      watch: o.watch ?? o.kubeConfig,
       maxItems: o.maxItems ?? 1_000_000,
       logger: o.logger,
       ...(o.recovery !== undefined ? { backoff: { recovery: o.recovery } } : {}),
@@ -111,6 +113,11 @@ export class RawInformer<T extends k8s.KubernetesObject> {
         else h.add(obj);
       },
     });
+  }
+
+  /** True once a list succeeded. */
+  get synced(): boolean {
+    return this.#lw.synced;
   }
 
   /** Lists (every object arrives as `add`) and starts watching; resolves after the first list attempt. */
