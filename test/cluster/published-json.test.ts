@@ -44,7 +44,8 @@ describe('0.3 published node value, written directly', () => {
           'Ascend910-10',
           [df('Ascend910-10', 'A<B>&"\\', 'RestartBusiness', 'Public\u2029Fault'), manualMarker('Ascend910-10')],
         ],
-        ['Ascend910-2', [df('Ascend910-2', 'x\n\t\u0001', 'NotHandleFault', 'CardUnhealthy', -5)]],
+        ['Ascend910-2', [df('Ascend910-2', 'x\n\t\u0001\u001f\u007f/', 'NotHandleFault', 'CardUnhealthy', -5)]],
+        ['Ascend910-4', [df('Ascend910-4', 'b\bf\f', 'RestartNPU'), df('Ascend910-4', 'lone\ud800', 'RestartNPU')]],
       ],
       {
         'huawei.com/Ascend910': 'Ascend910-0,Ascend910-1',
