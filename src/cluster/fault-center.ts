@@ -339,20 +339,19 @@ export class FaultCenter {
     };
     this.#term = term;
     try {
-      const restored = (async () => {
-        await this.#loadPolicy(term, true);
-        const manual = await this.#readManualCm(3);
-        if (manual.kind === 'error') {
-          this.#log.error({ err: manual.message }, `${MANUAL_INFO_CONFIGMAP} not readable at start`);
-        }
-        await this.#restore(term, manual);
-        await this.#existingChunks(term);
-      })();
-      // the inputs are read concurrently, their lists requested at once but handled after the restore (issue [O]
-      // start-up: the transfers overlap it); the first cycle waits for all of them
+      await this.#loadPolicy(term, true);
+      const manual = await this.#readManualCm(3);
+      if (manual.kind === 'error') {
+        this.#log.error({ err: manual.message }, `${MANUAL_INFO_CONFIGMAP} not readable at start`);
+      }
+      await this.#restore(term, manual);
+      await this.#existingChunks(term);
+      if (term.stopped) return;
+      // The inputs are read concurrently; the first cycle waits for all of them. (Requesting the lists before the
+      // restore, to handle them after it, was slower against the single-threaded stand-in: the restore's small
+      // reads then waited behind the lists' serialisation, and nothing overlapped.)
       await Promise.all([
-        restored,
-        this.#startInformers(term, restored),
+        this.#startInformers(term),
         ...services.map(async (s) => {
           term.unsubscribe.push(s.onChange(() => this.#requestCycle(term)));
           await s.start();
@@ -567,7 +566,7 @@ export class FaultCenter {
     term.chunks.ensureChunks(n);
   }
 
-  async #startInformers(term: Term, after: Promise<void>): Promise<void> {
+  async #startInformers(term: Term): Promise<void> {
     const input = <T extends k8s.KubernetesObject>(
       what: string,
       path: string,
@@ -580,8 +579,7 @@ export class FaultCenter {
           path,
           ...selectors,
           kubeConfig: this.#o.kubeConfig,
-          // handled after `after`; a failed restore fails the list too (the term ends, see #lead)
-          getJson: async (p) => (await Promise.all([term.raw.getJson(p), after]))[0],
+          getJson: (p) => term.raw.getJson(p),
           logger: this.#log,
           recovery: term.recovery,
         },
