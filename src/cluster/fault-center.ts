@@ -185,9 +185,8 @@ interface Term {
    */
   recovery: ApiRecovery;
   synced: boolean;
-  /** while the first publish's writes are under way: cycles are requested, not run */
+  /** while the first publish's writes are under way: cycles are requested, not run (the next cycle runs after) */
   holding: boolean;
-  cycleWanted: boolean;
   /** object → reason of its current refusal: each refused object is counted and logged once per reason */
   refused: Map<string, string>;
 }
@@ -334,7 +333,6 @@ export class FaultCenter {
       recovery,
       synced: false,
       holding: false,
-      cycleWanted: false,
       refused: new Map(),
     };
     this.#term = term;
@@ -369,8 +367,10 @@ export class FaultCenter {
       };
       // The first cycle and its publish right away (issue [O]: start → first complete publish): the chunks' writes
       // are under way before the periodic tasks start, so no second cycle (1 s tick, due by then) runs first
+      // (that first cycle leaves the job workers' pass and the persisted state to the next one, below: neither
+      // changes what it publishes)
       term.holding = true;
-      this.#cycle(term, true);
+      this.#cycle(term, false, false);
       if (term.publishTimer !== undefined) {
         clearTimeout(term.publishTimer);
         term.publishTimer = undefined;
@@ -391,7 +391,7 @@ export class FaultCenter {
       clearTimeout(boundTimer);
       term.holding = false;
       if (term.stopped) return;
-      if (term.cycleWanted) this.#requestCycle(term);
+      this.#cycle(term, true);
       every(this.#t.cycleMs, () => this.#cycle(term, true));
       every(this.#t.releaseTickMs, () => this.#releaseTick(term));
       every(Math.min(1000, this.#t.publishForceMs), () => {
@@ -665,10 +665,7 @@ export class FaultCenter {
   /** §0.2 "also on demand": a cycle soon after an input changed, at most one per `onDemandMinIntervalMs`. */
   #requestCycle(term: Term): void {
     if (term.stopped || !term.synced || term.cycleTimer !== undefined) return;
-    if (term.holding) {
-      term.cycleWanted = true;
-      return;
-    }
+    if (term.holding) return;
     const now = this.#now();
     const delay = Math.max(this.#t.onDemandDelayMs, term.lastOnDemandMs + this.#t.onDemandMinIntervalMs - now);
     term.cycleTimer = setTimeout(() => {
@@ -681,9 +678,10 @@ export class FaultCenter {
 
   /**
    * One processing cycle (with the job workers' pass on the 1 s tick, `full`): re-processes the nodes whose inputs
-   * changed, hands changed node values to the chunks and changed node records to the persisted state.
+   * changed, hands changed node values to the chunks and changed node records to the persisted state (unless not
+   * `persist`: the first cycle of a term, whose records the next cycle hands over).
    */
-  #cycle(term: Term, full: boolean): void {
+  #cycle(term: Term, full: boolean, persist = true): void {
     if (term.stopped) return;
     const now = this.#now();
     const started = process.hrtime.bigint();
@@ -707,7 +705,7 @@ export class FaultCenter {
     }
     // a counted fault may have separated a device: its marker is published by a cycle right away (§1.8)
     if (r.pass.counted.length > 0) this.#requestCycle(term);
-    this.#persist(term);
+    if (persist) this.#persist(term);
     this.metrics.cycleSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 
