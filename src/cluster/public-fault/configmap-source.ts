@@ -26,7 +26,6 @@ export interface PublicFaultConfigMapSourceOptions {
   logger: Logger;
   metrics: PublicFaultMetrics;
   maxValueBytes?: number;
-  retryMs?: number;
 }
 
 type Parsed = { ok: true; msg: PublicFaultMessage } | { ok: false; reason: string; detail: string };
