@@ -23,7 +23,9 @@
  * (`0,50000`), `E2E_IDLE_SECONDS` (30), `E2E_UPDATE_SECONDS` (60), `E2E_SETTLE_SECONDS` (50: the job detector's
  * 30 s and the 15 s release tick, which at threshold 1 releases the first separations, §1.5, are over),
  * `E2E_RESTART` (1), `E2E_READER` (`store` or `watch`), `E2E_CENTER_NODE_ARGS` (extra `node` options of the
- * center, e.g. `--cpu-prof`).
+ * center, e.g. `--cpu-prof`), `E2E_START_ONLY` (`1`: only the start → first complete publish of each case),
+ * `E2E_LOG_DIR` (a directory to keep the centers' logs in), `E2E_CENTER_JS` (another build of the center, e.g. a
+ * copy of an earlier commit's `dist/`, to compare back to back).
  *
  * `npm run bench:fault-center` (builds, then runs this with tsx).
  */
@@ -44,8 +46,12 @@ const IDLE_S = Number(process.env.E2E_IDLE_SECONDS ?? 30);
 const UPDATE_S = Number(process.env.E2E_UPDATE_SECONDS ?? 60);
 const SETTLE_S = Number(process.env.E2E_SETTLE_SECONDS ?? 50);
 const RESTART = process.env.E2E_RESTART !== '0';
+/** `E2E_START_ONLY=1`: stop each case after the first complete publish (start-up profiling) */
+const START_ONLY = process.env.E2E_START_ONLY === '1';
+/** `E2E_LOG_DIR`: keep the centers' logs there (the case's directory is removed) */
+const LOG_DIR = process.env.E2E_LOG_DIR;
 const CENTER_ARGS = (process.env.E2E_CENTER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-const CENTER_JS = path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
+const CENTER_JS = process.env.E2E_CENTER_JS ?? path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -231,10 +237,14 @@ async function runCase(nodes: number, publicFaults: number): Promise<Record<stri
     center = await startCenter(kubeconfig, dir, 'e2e-a');
     const complete = await api.next('complete');
     result.firstCompletePublishMs = complete.atMs - center.startedMs;
+    // the center's CPU until then: less dependent on the machine's load than the wall time
+    result.firstCompletePublishCpuS = cpuSeconds(center.child.pid!);
     result.readyMs = await readyAfter(center);
     log(
-      `  start → first complete publish ${result.firstCompletePublishMs} ms (ready after ${result.readyMs} ms), load ${loadStart} → ${loadavg()}`,
+      `  start → first complete publish ${result.firstCompletePublishMs} ms (${fmt(result.firstCompletePublishCpuS, 2)} s of CPU, ready after ${result.readyMs} ms), load ${loadStart} → ${loadavg()}`,
     );
+    result.startLoad = loadStart;
+    if (START_ONLY) return result;
     await sleep(SETTLE_S * 1000);
     const idle = await measure(center, api, IDLE_S);
     const separated = metric(idle.metrics, 'ascend_fault_center_separated_devices');
@@ -306,6 +316,11 @@ async function runCase(nodes: number, publicFaults: number): Promise<Record<stri
     if (center !== undefined) await stopChild(center.child);
     api.send({ type: 'stop' });
     await new Promise((r) => api.child.once('exit', r));
+    if (LOG_DIR !== undefined) {
+      for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.log'))) {
+        fs.copyFileSync(path.join(dir, f), path.join(LOG_DIR, `${nodes}-${publicFaults}-${f}`));
+      }
+    }
     fs.rmSync(dir, { recursive: true, force: true });
   }
   return result;

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
-import { ApiRecovery, ObjectWriteQueue, type BackoffOptions } from '../kube/write-queue.js';
+import { ApiRecovery, ObjectWriteQueue, type BackoffOptions, type ObjectWriter } from '../kube/write-queue.js';
 import { DEVICE_INFO_NAMESPACE } from '../kube/device-info.js';
 import type { ConfigMapLike } from './device-info-intake.js';
 import type { DeviceViewProcessor } from './device-view.js';
@@ -20,6 +20,7 @@ import {
   escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
+import { RawInformer } from './raw-informer.js';
 import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
 import type { ManualCmAction, ManualCmRead } from './manual-separation.js';
 import { FaultCenterMetrics } from './metrics.js';
@@ -114,10 +115,36 @@ export function faultCenterReadiness(center: {
   };
 }
 
+/** How long the cycles after the first wait for the first publish's writes at most. */
+const FIRST_WRITES_BOUND_MS = 2000;
+
 /** Bound of one `GET /readyz` outage probe. */
 const PROBE_TIMEOUT_MS = 2000;
 
 const DEVICE_INFO_SELECTOR = 'mx-consumer-cim=true';
+
+/**
+ * The writer of a chunk not found at take-over: its first write is a create (POST), not an update answered 404 and
+ * then a create, which sent every 800 KiB body twice at a first start (issue [O]); an object created meanwhile
+ * (409) is updated, and every later write is an update.
+ */
+export function createFirst(raw: ObjectWriter<PreparedConfigMap>): ObjectWriter<PreparedConfigMap> {
+  let absent = true;
+  return {
+    update: async (cm) => {
+      if (!absent) return raw.update(cm);
+      try {
+        await raw.create(cm);
+      } catch (e) {
+        if (statusOf(e) !== 409) throw e;
+        absent = false;
+        return raw.update(cm);
+      }
+      absent = false;
+    },
+    create: (cm) => raw.create(cm),
+  };
+}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -126,7 +153,7 @@ interface Term {
   core: FaultCenterCore;
   stopped: boolean;
   timers: NodeJS.Timeout[];
-  informers: k8s.Informer<k8s.KubernetesObject>[];
+  informers: { stop(): void }[];
   services: PublicFaultService[];
   unsubscribe: (() => void)[];
   /** the published chunks, kept up to date node by node (issue [O] item 1) */
@@ -136,6 +163,8 @@ interface Term {
   submitted: Map<number, readonly Buffer[]>;
   /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
   prepared: Map<number, PreparedConfigMap>;
+  /** indices of the chunks found at take-over (the others are created by their first write) */
+  existing: Set<number>;
   /** when each chunk was last handed to its queue */
   chunkSubmitMs: Map<number, number>;
   /** the writer of the chunks and the state objects */
@@ -156,6 +185,8 @@ interface Term {
    */
   recovery: ApiRecovery;
   synced: boolean;
+  /** while the first publish's writes are under way: cycles are requested, not run (the next cycle runs after) */
+  holding: boolean;
   /** object → reason of its current refusal: each refused object is counted and logged once per reason */
   refused: Map<string, string>;
 }
@@ -166,7 +197,6 @@ export class FaultCenter {
   readonly #o: FaultCenterOptions;
   readonly #t: FaultCenterTimings;
   readonly #core: k8s.CoreV1Api;
-  readonly #custom: k8s.CustomObjectsApi;
   readonly #elector: LeaseElector;
   readonly #log: Logger;
   #term: Term | undefined;
@@ -178,7 +208,6 @@ export class FaultCenter {
     this.#log = options.logger;
     this.metrics = new FaultCenterMetrics(options.registry);
     this.#core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
-    this.#custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     this.#elector = new LeaseElector({
       api: options.kubeConfig.makeApiClient(k8s.CoordinationV1Api),
       name: options.leaseName,
@@ -283,6 +312,7 @@ export class FaultCenter {
       submitted: new Map(),
       prepared: new Map(),
       chunkSubmitMs: new Map(),
+      existing: new Set(),
       raw,
       lastChunkSubmitMs: 0,
       lastPublishMs: 0,
@@ -302,6 +332,7 @@ export class FaultCenter {
       stateIo,
       recovery,
       synced: false,
+      holding: false,
       refused: new Map(),
     };
     this.#term = term;
@@ -314,7 +345,9 @@ export class FaultCenter {
       await this.#restore(term, manual);
       await this.#existingChunks(term);
       if (term.stopped) return;
-      // the inputs are read concurrently; the first cycle waits for all of them
+      // The inputs are read concurrently; the first cycle waits for all of them. (Requesting the lists before the
+      // restore, to handle them after it, was slower against the single-threaded stand-in: the restore's small
+      // reads then waited behind the lists' serialisation, and nothing overlapped.)
       await Promise.all([
         this.#startInformers(term),
         ...services.map(async (s) => {
@@ -332,12 +365,38 @@ export class FaultCenter {
         timer.unref();
         term.timers.push(timer);
       };
+      // The first cycle and its publish right away (issue [O]: start → first complete publish): the chunks' writes
+      // are under way before the periodic tasks start, so no second cycle (1 s tick, due by then) runs first
+      // (that first cycle leaves the job workers' pass and the persisted state to the next one, below: neither
+      // changes what it publishes)
+      term.holding = true;
+      this.#cycle(term, false, false);
+      if (term.publishTimer !== undefined) {
+        clearTimeout(term.publishTimer);
+        term.publishTimer = undefined;
+        this.#publish(term, false);
+      }
+      // …and the next cycle once they are done (bounded): its values could not be written earlier (a chunk is
+      // written at most once per chunkMinIntervalMs), and a cycle over thousands of nodes would hold the writes up
+      const writes = [...term.chunkQueues.values()].map((q) => q.whenIdle());
+      const bound = Math.min(FIRST_WRITES_BOUND_MS, this.#t.publishForceMs, 2 * this.#t.cycleMs);
+      let boundTimer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(writes),
+        new Promise<void>((r) => {
+          boundTimer = setTimeout(r, bound);
+          boundTimer.unref();
+        }),
+      ]);
+      clearTimeout(boundTimer);
+      term.holding = false;
+      if (term.stopped) return;
+      this.#cycle(term, true);
       every(this.#t.cycleMs, () => this.#cycle(term, true));
       every(this.#t.releaseTickMs, () => this.#releaseTick(term));
       every(Math.min(1000, this.#t.publishForceMs), () => {
         if (this.#now() - term.lastChunkSubmitMs >= this.#t.publishForceMs) this.#publish(term, true);
       });
-      this.#cycle(term, true);
     } catch (e) {
       this.#log.error({ err: String(e) }, 'leader start-up failed; stepping down');
       await this.#elector.stop(true);
@@ -354,7 +413,7 @@ export class FaultCenter {
     clearTimeout(term.cycleTimer);
     clearTimeout(term.publishTimer);
     for (const u of term.unsubscribe) u();
-    await Promise.all(term.informers.map((i) => i.stop().catch(() => undefined)));
+    for (const i of term.informers) i.stop();
     await Promise.all(term.services.map((s) => s.stop().catch(() => undefined)));
     for (const q of term.chunkQueues.values()) q.close();
     term.state.close();
@@ -487,7 +546,12 @@ export class FaultCenter {
 
   /** The `cluster-info-device-<m>` ConfigMaps in use (§0.3: their indices stay in use) and their values. */
   async #existingChunks(term: Term): Promise<void> {
-    const list = await this.#core.listNamespacedConfigMap({ namespace: CLUSTER_INFO_NAMESPACE });
+    // as plain JSON: at a restart at 10,000 nodes these are dozens of 800 KiB objects
+    const list = (await term.raw.getJson(`/api/v1/namespaces/${CLUSTER_INFO_NAMESPACE}/configmaps`)) as {
+      items?: k8s.V1ConfigMap[] | null;
+    } | null;
+    if (!Array.isArray(list?.items))
+      throw new Error(`${CLUSTER_INFO_NAMESPACE} ConfigMaps: the list answer is not a list`);
     let n = 0;
     for (const cm of list.items) {
       const name = cm.metadata?.name ?? '';
@@ -495,6 +559,7 @@ export class FaultCenter {
       if (m === null) continue;
       const i = Number(m[1]);
       n = Math.max(n, i + 1);
+      term.existing.add(i);
       const value = cm.data?.[name];
       if (value !== undefined) term.submitted.set(i, [escapeJsonContent(value)]);
     }
@@ -502,29 +567,27 @@ export class FaultCenter {
   }
 
   async #startInformers(term: Term): Promise<void> {
-    const kc = this.#o.kubeConfig;
-    const keep = (inf: k8s.Informer<k8s.KubernetesObject> & k8s.ObjectCache<k8s.KubernetesObject>, what: string) => {
-      inf.on('error', (e: unknown) => {
-        this.#log.warn({ err: String(e), what }, 'watch ended; restarting');
-        const t = setTimeout(() => {
-          if (!term.stopped) inf.start().catch(() => undefined);
-        }, 1000);
-        t.unref();
-      });
+    const input = <T extends k8s.KubernetesObject>(
+      what: string,
+      path: string,
+      selectors: { labelSelector?: string; fieldSelector?: string },
+      h: { add(o: T): void; update(o: T): void; delete(o: T): void },
+    ): RawInformer<T> => {
+      const inf = new RawInformer<T>(
+        {
+          what,
+          path,
+          ...selectors,
+          kubeConfig: this.#o.kubeConfig,
+          getJson: (p) => term.raw.getJson(p),
+          logger: this.#log,
+          recovery: term.recovery,
+        },
+        h,
+      );
       term.informers.push(inf);
       return inf;
     };
-    // device-info ConfigMaps (§0.1)
-    const di = keep(
-      k8s.makeInformer(
-        kc,
-        `/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`,
-        () =>
-          this.#core.listNamespacedConfigMap({ namespace: DEVICE_INFO_NAMESPACE, labelSelector: DEVICE_INFO_SELECTOR }),
-        DEVICE_INFO_SELECTOR,
-      ),
-      'device-info',
-    );
     const offer = (type: 'add' | 'update' | 'delete', cm: ConfigMapLike) => {
       const ref = `${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`;
       // the intake remembers whether each node's last version was valid (§0.1), so no old object is kept here
@@ -541,17 +604,21 @@ export class FaultCenter {
       this.metrics.rejectedInputs.inc({ input: 'device-info', reason: r.reason });
       this.#log.warn({ configMap: ref, reason: r.reason, detail: r.detail }, 'device-info ConfigMap event ignored');
     };
-    di.on('add', (cm) => offer('add', cm));
-    di.on('update', (cm) => offer('update', cm));
-    di.on('delete', (cm) => {
-      offer('delete', cm);
-      term.refused.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`);
-    });
-    // pods (§1.3)
-    const pods = keep(
-      k8s.makeInformer(kc, '/api/v1/pods', () => this.#core.listPodForAllNamespaces()),
-      'pods',
+    // device-info ConfigMaps (§0.1)
+    const di = input<ConfigMapLike & k8s.KubernetesObject>(
+      'device-info',
+      `/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`,
+      { labelSelector: DEVICE_INFO_SELECTOR },
+      {
+        add: (cm) => offer('add', cm),
+        update: (cm) => offer('update', cm),
+        delete: (cm) => {
+          offer('delete', cm);
+          term.refused.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`);
+        },
+      },
     );
+    // pods (§1.3)
     const upsertPod = (p: k8s.KubernetesObject) => {
       const err = term.core.jobIndex.upsertPod(p);
       if (err !== undefined) {
@@ -559,63 +626,46 @@ export class FaultCenter {
         this.#log.warn(err);
       }
     };
-    pods.on('add', upsertPod);
-    pods.on('update', upsertPod);
-    pods.on('delete', (p) => term.core.jobIndex.deletePod(p));
+    const pods = input(
+      'pods',
+      '/api/v1/pods',
+      {},
+      { add: upsertPod, update: upsertPod, delete: (p) => term.core.jobIndex.deletePod(p) },
+    );
     // Volcano PodGroups (§1.4)
-    const pgs = keep(
-      k8s.makeInformer(
-        kc,
-        '/apis/scheduling.volcano.sh/v1beta1/podgroups',
-        () =>
-          this.#custom.listClusterCustomObject({
-            group: 'scheduling.volcano.sh',
-            version: 'v1beta1',
-            plural: 'podgroups',
-          }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
-      ),
+    const pgs = input(
       'podgroups',
+      '/apis/scheduling.volcano.sh/v1beta1/podgroups',
+      {},
+      {
+        add: (p) => term.core.jobIndex.upsertPodGroup(p),
+        update: (p) => term.core.jobIndex.upsertPodGroup(p),
+        delete: (p) => term.core.jobIndex.deletePodGroup(p),
+      },
     );
-    pgs.on('add', (p) => term.core.jobIndex.upsertPodGroup(p));
-    pgs.on('update', (p) => term.core.jobIndex.upsertPodGroup(p));
-    pgs.on('delete', (p) => term.core.jobIndex.deletePodGroup(p));
     // the policy ConfigMap (§1.2; watched instead of polled every 300 s)
-    const fieldSelector = `metadata.name=${POLICY_CONFIGMAP}`;
-    const pol = keep(
-      k8s.makeInformer(kc, `/api/v1/namespaces/${POLICY_NAMESPACE}/configmaps`, () =>
-        this.#core.listNamespacedConfigMap({ namespace: POLICY_NAMESPACE, fieldSelector }),
-      ),
-      'policy',
-    );
     let lastPolicyText: string | undefined;
-    const onPolicy = (cm: k8s.KubernetesObject) => {
-      const c = cm as k8s.V1ConfigMap;
+    const onPolicy = (c: k8s.V1ConfigMap) => {
       if (c.metadata?.name !== POLICY_CONFIGMAP) return;
       const text = JSON.stringify(c.data ?? null);
       if (text === lastPolicyText) return;
       lastPolicyText = text;
       void this.#applyPolicyData(c.data);
     };
-    pol.on('add', onPolicy);
-    pol.on('update', onPolicy);
-    // listed concurrently: at 10,000 nodes the lists are the larger part of the start-up
-    await Promise.all(
-      [di, pods, pgs, pol].map(async (inf) => {
-        try {
-          await inf.start();
-        } catch (e) {
-          this.#log.warn({ err: String(e) }, 'initial list failed; the watch retries');
-          inf.on('error', () => undefined);
-          const t = setTimeout(() => void inf.start().catch(() => undefined), 1000);
-          t.unref();
-        }
-      }),
+    const pol = input<k8s.V1ConfigMap>(
+      'policy',
+      `/api/v1/namespaces/${POLICY_NAMESPACE}/configmaps`,
+      { fieldSelector: `metadata.name=${POLICY_CONFIGMAP}` },
+      { add: onPolicy, update: onPolicy, delete: () => undefined },
     );
+    // listed concurrently (a failed first list is retried in the background with backoff, and logged)
+    await Promise.all([di, pods, pgs, pol].map((inf) => inf.start()));
   }
 
   /** §0.2 "also on demand": a cycle soon after an input changed, at most one per `onDemandMinIntervalMs`. */
   #requestCycle(term: Term): void {
     if (term.stopped || !term.synced || term.cycleTimer !== undefined) return;
+    if (term.holding) return;
     const now = this.#now();
     const delay = Math.max(this.#t.onDemandDelayMs, term.lastOnDemandMs + this.#t.onDemandMinIntervalMs - now);
     term.cycleTimer = setTimeout(() => {
@@ -628,9 +678,10 @@ export class FaultCenter {
 
   /**
    * One processing cycle (with the job workers' pass on the 1 s tick, `full`): re-processes the nodes whose inputs
-   * changed, hands changed node values to the chunks and changed node records to the persisted state.
+   * changed, hands changed node values to the chunks and changed node records to the persisted state (unless not
+   * `persist`: the first cycle of a term, whose records the next cycle hands over).
    */
-  #cycle(term: Term, full: boolean): void {
+  #cycle(term: Term, full: boolean, persist = true): void {
     if (term.stopped) return;
     const now = this.#now();
     const started = process.hrtime.bigint();
@@ -654,7 +705,7 @@ export class FaultCenter {
     }
     // a counted fault may have separated a device: its marker is published by a cycle right away (§1.8)
     if (r.pass.counted.length > 0) this.#requestCycle(term);
-    this.#persist(term);
+    if (persist) this.#persist(term);
     this.metrics.cycleSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
   }
 
@@ -753,7 +804,7 @@ export class FaultCenter {
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
         q = new ObjectWriteQueue<PreparedConfigMap>({
-          writer: term.raw,
+          writer: term.existing.has(i) ? term.raw : createFirst(term.raw),
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),

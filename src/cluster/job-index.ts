@@ -44,11 +44,19 @@ interface PodEntry {
   node: string;
   jobId: string;
   deviceIds: string[];
+  /** when the pod's key was first seen: "first pod" of §1.3 is the first in this order */
+  seq: number;
 }
 
 /** The caches. Pod keys are `<namespace>/<name>`. */
 export class JobIndex {
   readonly #pods = new Map<string, PodEntry>();
+  /**
+   * node → its pods (issue [O]: §1.3's lookup went through every pod of the cluster, a third of the first cycle at
+   * 10,000 nodes); the first pod is the one seen first, as in the cluster-wide list.
+   */
+  readonly #byNode = new Map<string, Map<string, PodEntry>>();
+  #seq = 0;
   readonly #podGroupsByKey = new Map<string, string>();
   readonly #podGroupJobs = new Map<string, number>();
 
@@ -70,21 +78,40 @@ export class JobIndex {
         error = `pod ${key}: annotation ${POD_DEVICE_ANNOTATION}: ${(e as Error).message}`;
       }
     }
-    this.#pods.set(key, { node, jobId, deviceIds });
+    const old = this.#pods.get(key);
+    if (old !== undefined) this.#unindex(key, old);
+    const entry: PodEntry = { node, jobId, deviceIds, seq: old?.seq ?? this.#seq++ };
+    this.#pods.set(key, entry);
+    let onNode = this.#byNode.get(node);
+    if (onNode === undefined) this.#byNode.set(node, (onNode = new Map<string, PodEntry>()));
+    onNode.set(key, entry);
     return error;
   }
 
+  #unindex(key: string, e: PodEntry): void {
+    const onNode = this.#byNode.get(e.node);
+    onNode?.delete(key);
+    if (onNode?.size === 0) this.#byNode.delete(e.node);
+  }
+
   deletePod(pod: OwnedObject): void {
-    this.#pods.delete(`${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`);
+    const key = `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+    const old = this.#pods.get(key);
+    if (old === undefined) return;
+    this.#unindex(key, old);
+    this.#pods.delete(key);
   }
 
   /** §1.3: the job of the first controller-owned pod on `node` whose annotation lists `dev`, else "". */
   jobOf(node: string, dev: string): string {
+    const onNode = this.#byNode.get(node);
+    if (onNode === undefined) return '';
     const id = dev.slice(dev.lastIndexOf('-') + 1);
-    for (const p of this.#pods.values()) {
-      if (p.node === node && p.jobId !== '' && p.deviceIds.includes(id)) return p.jobId;
+    let best: PodEntry | undefined;
+    for (const p of onNode.values()) {
+      if (p.jobId !== '' && p.deviceIds.includes(id) && (best === undefined || p.seq < best.seq)) best = p;
     }
-    return '';
+    return best?.jobId ?? '';
   }
 
   upsertPodGroup(pg: OwnedObject): void {

@@ -36,6 +36,8 @@ export class ManualFaultProcessor implements DeviceViewProcessor {
     for (const [node, view] of views) {
       const devs = this.manual.cache.totalOf(node);
       if (devs !== undefined) for (const dev of devs) addFaultAndFix(view, dev, manualMarker(dev));
+      // the markers now match the cache: a change of it earlier in this cycle is published with this view
+      this.manual.cacheChangeSeen(node);
     }
   }
 

@@ -92,6 +92,9 @@ export class RawWriteError extends Error {
   }
 }
 
+/** Largest answer {@link RawConfigMapWriter.getJson} reads (a list of 100,000 pods is about 300 MB). */
+const MAX_READ_BYTES = 512 * 1024 * 1024;
+
 /** Largest error body read for its message. */
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -100,6 +103,11 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
   readonly #kc: k8s.KubeConfig;
   readonly #timeoutMs: number;
   #agent: http.Agent | undefined;
+  /**
+   * The reads' connections, apart from the writes' (issue [O]): a list's keep-alive connection left idle through a
+   * long first cycle was closed by the server meanwhile, and the first chunk writes reused it (EPIPE, then backoff).
+   */
+  #readAgent: http.Agent | undefined;
 
   constructor(kubeConfig: k8s.KubeConfig, timeoutMs = 30_000) {
     this.#kc = kubeConfig;
@@ -122,9 +130,29 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
   close(): void {
     this.#agent?.destroy();
     this.#agent = undefined;
+    this.#readAgent?.destroy();
+    this.#readAgent = undefined;
+  }
+
+  /**
+   * `GET p` and its answer as parsed JSON (for lists: `JSON.parse` alone, no client-node models, issue [O]
+   * start-up); an answer over `maxBytes` is refused.
+   */
+  async getJson(p: string, maxBytes = MAX_READ_BYTES): Promise<unknown> {
+    const text = await this.#request('GET', p, [], maxBytes);
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new RawWriteError(`GET ${p}: the answer is not JSON: ${(e as Error).message}`, undefined);
+    }
   }
 
   async #send(method: string, p: string, body: readonly Buffer[]): Promise<void> {
+    await this.#request(method, p, body, undefined);
+  }
+
+  /** One request; the answer of a 2xx is drained (`read` undefined) or returned as text (up to `read` bytes). */
+  async #request(method: string, p: string, body: readonly Buffer[], read: number | undefined): Promise<string> {
     const cluster = this.#kc.getCurrentCluster();
     if (cluster === null) throw new RawWriteError('no current cluster in the kubeconfig', undefined);
     const url = new URL(cluster.server);
@@ -133,20 +161,22 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
     const secure = url.protocol === 'https:';
     if (cluster.proxyUrl === undefined) {
       // one keep-alive agent instead of the new one client-node creates for each request
-      this.#agent ??= secure
-        ? new https.Agent({
-            keepAlive: true,
-            ca: opts.ca,
-            cert: opts.cert,
-            key: opts.key,
-            ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}),
-            ...(opts.servername !== undefined ? { servername: opts.servername } : {}),
-          })
-        : new http.Agent({ keepAlive: true });
-      opts.agent = this.#agent;
+      const make = (keepAlive: boolean): http.Agent =>
+        secure
+          ? new https.Agent({
+              keepAlive,
+              ca: opts.ca,
+              cert: opts.cert,
+              key: opts.key,
+              ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}),
+              ...(opts.servername !== undefined ? { servername: opts.servername } : {}),
+            })
+          : new http.Agent({ keepAlive });
+      if (read === undefined) opts.agent = this.#agent ??= make(true);
+      else opts.agent = this.#readAgent ??= make(false);
     }
     const base = url.pathname.replace(/\/+$/, '');
-    await new Promise<void>((resolve, reject) => {
+    return new Promise<string>((resolve, reject) => {
       const req = (secure ? https : http).request(
         {
           ...opts,
@@ -157,16 +187,26 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
           path: base + p,
           headers: {
             ...(opts.headers as Record<string, string> | undefined),
-            'Content-Type': 'application/json',
+            ...(method === 'GET' ? {} : { 'Content-Type': 'application/json', 'Content-Length': bodyLength(body) }),
             Accept: 'application/json',
-            'Content-Length': bodyLength(body),
           },
         },
         (res) => {
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
-            res.resume();
-            res.on('end', () => resolve());
+            if (read === undefined) {
+              res.resume();
+              res.on('end', () => resolve(''));
+            } else {
+              const parts: Buffer[] = [];
+              let n = 0;
+              res.on('data', (d: Buffer) => {
+                n += d.length;
+                if (n > read) req.destroy(new RawWriteError(`${method} ${p}: answer over ${read} bytes`, undefined));
+                else parts.push(d);
+              });
+              res.on('end', () => resolve(Buffer.concat(parts, n).toString('utf8')));
+            }
             res.on('error', reject);
             return;
           }

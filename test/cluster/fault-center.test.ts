@@ -100,6 +100,46 @@ describe('fault center against the stand-in', () => {
     expect(JSON.parse(published())['mindx-dl-deviceinfo-node-1'].CmName).toBe('mindx-dl-deviceinfo-node-1');
   });
 
+  test('0.3 issue [O] start-up: a chunk absent at take-over is created by one POST, not an update answered 404', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    center('a');
+    await until(() => published().includes('mindx-dl-deviceinfo-node-1'), 'published node');
+    const writes = api
+      .requests()
+      .filter((r) => r.namespace === 'mindx-dl' && r.method !== 'GET')
+      .map((r) => `${r.method} ${r.status}`);
+    expect(writes[0]).toBe('POST 201');
+  });
+
+  test('0.3 issue [O] start-up: the first complete publish comes before the persisted state is written', async () => {
+    seed();
+    api.store.create(
+      CONFIGMAPS,
+      'kube-system',
+      deviceInfoCm('node-1', [faultObject('Ascend910-3', '80E01801', 'RestartNPU')]),
+    );
+    center('a');
+    await until(() => published().includes('mindx-dl-deviceinfo-node-1'), 'published node');
+    await until(
+      () =>
+        api
+          .requests()
+          .some(
+            (r) =>
+              r.namespace === 'cluster-system' && r.name?.startsWith('ascend-fault-center-state') && r.method !== 'GET',
+          ),
+      'state written',
+    );
+    const order = api
+      .requests()
+      .filter(
+        (r) => r.method !== 'GET' && (r.namespace === 'mindx-dl' || r.name?.startsWith('ascend-fault-center-state')),
+      )
+      .map((r) => r.namespace);
+    expect(order[0]).toBe('mindx-dl');
+  });
+
   test('0.1 a tampered device-info ConfigMap is ignored', async () => {
     seed();
     api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));

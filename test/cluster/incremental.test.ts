@@ -159,6 +159,18 @@ describe('issue [O] item 1: incremental processing equals full processing', () =
     ]);
   });
 
+  test('issue [O] 1: a separation counted within a cycle is published by it and re-processes nothing next', () => {
+    const core = new FaultCenterCore({ countJoblessFaults: true });
+    core.manual.setPolicy(parsePolicy(policyText({ threshold: '1' })));
+    core.intake.offer({
+      type: 'add',
+      cm: deviceInfoCm('node-1', [faultObject('Ascend910-2', '80E3A201', 'SeparateNPU')]),
+    });
+    const r1 = core.cycle(T0);
+    const r2 = core.cycle(T0 + 1000);
+    expect([r1.published.get('node-1')?.includes('ManuallySeparateNPU'), r2.processedNodes]).toEqual([true, 0]);
+  });
+
   test('0.2 a node whose device info is deleted leaves the published view in the next cycle', () => {
     const a = side();
     a.core.intake.offer({ type: 'add', cm: deviceInfoCm('node-1', []) });

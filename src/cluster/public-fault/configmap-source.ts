@@ -7,7 +7,8 @@
 import type { Logger } from '../../core/logger.js';
 import * as k8s from '@kubernetes/client-node';
 import type { CollectResult } from './collector.js';
-import { startInformer, type RunningInformer } from './informer.js';
+import { RawConfigMapWriter } from '../raw-configmap-writer.js';
+import { RawInformer } from '../raw-informer.js';
 import { decodePublicFaultMessage } from './message-decode.js';
 import type { PublicFaultMetrics } from './metrics.js';
 import type { PublicFaultMessage } from './types.js';
@@ -25,7 +26,6 @@ export interface PublicFaultConfigMapSourceOptions {
   logger: Logger;
   metrics: PublicFaultMetrics;
   maxValueBytes?: number;
-  retryMs?: number;
 }
 
 type Parsed = { ok: true; msg: PublicFaultMessage } | { ok: false; reason: string; detail: string };
@@ -37,7 +37,8 @@ export class PublicFaultConfigMapSource {
   readonly #lastParsed = new Map<string, boolean>();
   /** the reason each ConfigMap is refused for now: a refusal is counted and logged once per object and reason */
   readonly #refused = new Map<string, string>();
-  #informer: RunningInformer | undefined;
+  #informer: RawInformer<k8s.V1ConfigMap> | undefined;
+  #raw: RawConfigMapWriter | undefined;
 
   constructor(options: PublicFaultConfigMapSourceOptions) {
     this.#o = options;
@@ -93,13 +94,23 @@ export class PublicFaultConfigMapSource {
     return true;
   }
 
-  /** Lists (every existing ConfigMap arrives as an Add) and watches. */
-  async start(): Promise<void> {
-    const core = this.#o.kubeConfig.makeApiClient(k8s.CoreV1Api);
-    this.#informer = await startInformer<k8s.V1ConfigMap>(
-      this.#o.kubeConfig,
-      '/api/v1/configmaps',
-      () => core.listConfigMapForAllNamespaces({ labelSelector: PUBLIC_FAULT_SELECTOR }),
+  /**
+   * Lists (every existing ConfigMap arrives as an Add) and watches. The list is requested at once but handled only
+   * after `after` (what must be in place before any message is collected: node serials, the restored store), so
+   * that its transfer overlaps that work (issue [O] start-up). The list is parsed as plain JSON, without
+   * client-node's models and cache.
+   */
+  async start(after: Promise<unknown> = Promise.resolve()): Promise<void> {
+    const raw = (this.#raw = new RawConfigMapWriter(this.#o.kubeConfig));
+    this.#informer = new RawInformer<k8s.V1ConfigMap>(
+      {
+        what: 'public fault ConfigMaps',
+        path: '/api/v1/configmaps',
+        labelSelector: PUBLIC_FAULT_SELECTOR,
+        kubeConfig: this.#o.kubeConfig,
+        getJson: async (p) => (await Promise.all([raw.getJson(p), after]))[0],
+        logger: this.#o.logger,
+      },
       {
         add: (cm) => this.#submit(cm, 'add'),
         update: (cm) => this.#submit(cm, 'update'),
@@ -110,13 +121,15 @@ export class PublicFaultConfigMapSource {
           this.#refused.delete(ref);
         },
       },
-      this.#o.logger,
-      { labelSelector: PUBLIC_FAULT_SELECTOR, ...(this.#o.retryMs !== undefined ? { retryMs: this.#o.retryMs } : {}) },
     );
+    await this.#informer.start();
   }
 
   async stop(): Promise<void> {
-    await this.#informer?.stop();
+    this.#informer?.stop();
     this.#informer = undefined;
+    this.#raw?.close();
+    this.#raw = undefined;
+    await Promise.resolve();
   }
 }

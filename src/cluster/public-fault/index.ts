@@ -153,10 +153,13 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
       // upstream loads lazily on the first message (up to ~3 s of blocking); we load before serving
       collector.setConfig(configSource.initial());
       configSource.watch((c) => collector.setConfig(c));
-      await nodes.start();
-      await statistics.restore();
-      changed();
-      await configMaps.start();
+      // the ConfigMaps' list is fetched meanwhile and handled once the serials and the restored store are in place
+      const ready = (async () => {
+        await nodes.start();
+        await statistics.restore();
+        changed();
+      })();
+      await Promise.all([ready, configMaps.start(ready)]);
       boundAddress = await grpcServer.start();
       logger.info({ grpcAddress: boundAddress, entries: cache.size }, 'public fault interface serving');
     },

@@ -1,0 +1,80 @@
+/**
+ * The direct encoder of a node's published value (issue [O], start-up at 10,000 nodes) against the generic Go
+ * encoder it replaces: the same bytes for every input, including the characters Go escapes and keys whose order
+ * differs between UTF-16 and UTF-8.
+ */
+import { describe, expect, test } from '@jest/globals';
+import { byBytes, publishedNodeJson, publishedNodeJsonGeneric } from '../../src/cluster/cluster-info.js';
+import type { DeviceFault, NodeDeviceView } from '../../src/cluster/device-view.js';
+import { manualMarker } from '../../src/cluster/manual-fault-processor.js';
+import { faultObject } from './helpers.js';
+
+const df = (dev: string, code: string, level: string, type = 'CardUnhealthy', t = 7): DeviceFault => ({
+  code,
+  level,
+  faultTime: t,
+  receivedTime: 1,
+  object: faultObject(dev, code, level, t, type),
+});
+
+function view(
+  deviceType: string,
+  faults: [string, DeviceFault[]][],
+  list: Record<string, string> = {},
+): NodeDeviceView {
+  return {
+    node: 'node-<&>\u2028',
+    deviceType,
+    deviceList: list,
+    updateTime: 1772359200,
+    superPodId: -2,
+    serverIndex: 3,
+    rackId: -0,
+    faults: new Map(faults),
+  };
+}
+
+describe('0.3 published node value, written directly', () => {
+  test('0.3 the same bytes as the Go encoder for merged faults, HTML characters, separators and markers', () => {
+    const v = view(
+      'Ascend910',
+      [
+        ['Ascend910-3', [df('Ascend910-3', '220001001', 'SeparateNPU'), df('Ascend910-3', '80E01801', 'RestartNPU')]],
+        [
+          'Ascend910-10',
+          [df('Ascend910-10', 'A<B>&"\\', 'RestartBusiness', 'Public\u2029Fault'), manualMarker('Ascend910-10')],
+        ],
+        ['Ascend910-2', [df('Ascend910-2', 'x\n\t\u0001\u001f\u007f/', 'NotHandleFault', 'CardUnhealthy', -5)]],
+        ['Ascend910-4', [df('Ascend910-4', 'b\bf\f', 'RestartNPU'), df('Ascend910-4', 'lone\ud800', 'RestartNPU')]],
+      ],
+      {
+        'huawei.com/Ascend910': 'Ascend910-0,Ascend910-1',
+        'huawei.com/Ascend910-Unhealthy': 'Ascend910-3',
+        'huawei.com/Ascend910-Recovering': '<x>',
+        'huawei.com/Ascend910-extra': 'dropped',
+      },
+    );
+    expect(publishedNodeJson(v)).toBe(publishedNodeJsonGeneric(v));
+  });
+
+  test('0.3 the same bytes as the Go encoder when map keys sort differently in UTF-16 and UTF-8', () => {
+    // U+FF01 is above a surrogate pair in UTF-16 order but below it in UTF-8 (code point) order
+    const v = view('Ascend310P', [
+      ['d', [df('d', '\uff01', 'RestartNPU'), df('d', '\ud83d\ude00', 'RestartNPU'), df('d', 'z', 'RestartNPU')]],
+      ['\uff01', [df('\uff01', 'a', 'RestartNPU')]],
+      ['\ud83d\ude00', [df('\ud83d\ude00', 'a', 'RestartNPU')]],
+    ]);
+    expect(publishedNodeJson(v)).toBe(publishedNodeJsonGeneric(v));
+  });
+
+  test('0.3 a time that is not an integer is refused as the Go encoder refuses it', () => {
+    const v = view('Ascend910', [['Ascend910-0', [df('Ascend910-0', 'A', 'RestartNPU', 'CardUnhealthy', 1.5)]]]);
+    expect(() => publishedNodeJson(v)).toThrow(/not a safe integer/);
+  });
+
+  test('0.3 names sort by their UTF-8 bytes, as Go sorts map keys', () => {
+    const names = ['b', 'a\uff01', 'a\ud83d\ude00', 'a', 'ab', 'A', 'a~'];
+    const bytes = [...names].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    expect([...names].sort(byBytes)).toEqual(bytes);
+  });
+});
