@@ -15,10 +15,17 @@ export const RENDERED_DIR = 'deploy/rendered';
  */
 export const RBAC_RENDERED: readonly string[] = ['deploy/rendered/910.yaml', 'deploy/rendered/fault-center.yaml'];
 
+/**
+ * The RBAC test/integration/rbac-a5.test.ts enforces: what `kubectl apply -k deploy/overlays/a5` creates (the
+ * agent on Ascend910A5 nodes: the 910 RBAC plus the nodes/status grant of A.2 step 8).
+ */
+export const RBAC_RENDERED_A5: readonly string[] = ['deploy/rendered/a5.yaml'];
+
 /** The RBAC sources the overlays render (test/sim/deploy-admission-policy.test.ts reads them). */
 export const RBAC_SOURCES: readonly string[] = [
   'deploy/agent/rbac.yaml',
   'deploy/components/chip-reset/rbac-reset.yaml',
+  'deploy/components/a5-node-status/rbac-node-status.yaml',
   'deploy/fault-center/rbac.yaml',
 ];
 

@@ -27,7 +27,14 @@ import { POLICY_CONFIGMAP, POLICY_NAMESPACE, policyFromConfigMapData } from '../
 import { startObservabilityServer } from '../../src/observability/http-server.js';
 import { landedPaths } from '../../src/reset/file-sync.js';
 import { parseRbacYaml, loadRbacFiles, type RbacPolicy } from '../../src/sim/kube-api-rbac.js';
-import { OVERLAYS_DIR, POLICY_SOURCES, RBAC_RENDERED, RBAC_SOURCES, RENDERED_DIR } from './deploy-files.js';
+import {
+  OVERLAYS_DIR,
+  POLICY_SOURCES,
+  RBAC_RENDERED,
+  RBAC_RENDERED_A5,
+  RBAC_SOURCES,
+  RENDERED_DIR,
+} from './deploy-files.js';
 
 type Obj = Record<string, any>;
 
@@ -65,8 +72,10 @@ const coreObjects = allObjects.filter(([, , d]) => !String(d.apiVersion).startsW
  * The node pools of upstream's manifests (mind-cluster component/ascend-device-plugin/build/ascendplugin-*.yaml):
  * node label `accelerator=huawei-<kind>`, toleration of the taint `huawei.com/<kind>`; Volcano mode by overlay.
  */
-const AGENT_OVERLAYS: Readonly<Record<string, { kind: 'Ascend910' | 'Ascend310P'; volcano: boolean }>> = {
+const AGENT_OVERLAYS: Readonly<Record<string, { kind: 'Ascend910' | 'Ascend310P' | 'npu'; volcano: boolean }>> = {
   '910': { kind: 'Ascend910', volcano: false },
+  // Ascend910A5 (Ascend950): accelerator=huawei-npu, the label the agent writes there (I.1)
+  a5: { kind: 'npu', volcano: false },
   volcano: { kind: 'Ascend910', volcano: true },
   '310p': { kind: 'Ascend310P', volcano: false },
   '310p-volcano': { kind: 'Ascend310P', volcano: true },
@@ -260,7 +269,9 @@ describe.each(agentOverlays.map((o) => [o, AGENT_OVERLAYS[o]!] as const))(
 
     test(`node selector accelerator=huawei-${pool.kind}, upstream's tolerations, system-node-critical`, () => {
       const { ds, pod } = agentOf(o);
-      expect(ds.metadata.name).toBe(`ascend-npu-agent-${pool.kind === 'Ascend910' ? '910' : '310p'}`);
+      expect(ds.metadata.name).toBe(
+        `ascend-npu-agent-${{ Ascend910: '910', Ascend310P: '310p', npu: 'npu' }[pool.kind]}`,
+      );
       expect(pod.nodeSelector).toEqual({ accelerator: `huawei-${pool.kind}` });
       expect(pod.tolerations).toEqual(
         expect.arrayContaining([
@@ -327,7 +338,7 @@ describe.each(agentOverlays.map((o) => [o, AGENT_OVERLAYS[o]!] as const))(
         ]),
         ...(f.logFile !== '' ? [path.dirname(f.logFile)] : []),
         // hot-reset §2.8 landing folders: only where the agent copies reset ConfigMaps (Ascend910 run mode)
-        ...(pool.kind === 'Ascend910'
+        ...(pool.kind !== 'Ascend310P'
           ? [landedPaths(f.hostRoot, 'ns', 'job').resetDir, landedPaths(f.hostRoot, 'ns', 'job').traceDir].map((p) =>
               path.dirname(p),
             )
@@ -356,7 +367,14 @@ describe.each(agentOverlays.map((o) => [o, AGENT_OVERLAYS[o]!] as const))(
       const names = objectsOf(o)
         .filter((d) => d.kind === 'ClusterRole')
         .map((d) => d.metadata.name);
-      expect(names.includes('ascend-npu-agent-reset')).toBe(pool.kind === 'Ascend910');
+      expect(names.includes('ascend-npu-agent-reset')).toBe(pool.kind !== 'Ascend310P');
+    });
+
+    test('the nodes/status grant only on A5 nodes (A.2 step 8 removes huawei.com/Ascend910 there)', () => {
+      const names = objectsOf(o)
+        .filter((d) => d.kind === 'ClusterRole')
+        .map((d) => d.metadata.name);
+      expect(names.includes('ascend-npu-agent-node-status')).toBe(pool.kind === 'npu');
     });
   },
 );
@@ -481,15 +499,25 @@ describe('issue [I] 4 the fault center', () => {
 describe('issue [I] 5 the RBAC the integration test enforces is the rendered RBAC', () => {
   const key = (p: RbacPolicy): string[] =>
     [
-      ...p.roles.map((r) => JSON.stringify([r.kind, r.namespace ?? '', r.name, r.rules])),
-      ...p.bindings.map((b) => JSON.stringify([b.kind, b.namespace ?? '', b.name, b.roleRef, b.subjects])),
+      ...new Set([
+        ...p.roles.map((r) => JSON.stringify([r.kind, r.namespace ?? '', r.name, r.rules])),
+        ...p.bindings.map((b) => JSON.stringify([b.kind, b.namespace ?? '', b.name, b.roleRef, b.subjects])),
+      ]),
     ].sort();
-  const enforced = (): RbacPolicy => loadRbacFiles(RBAC_RENDERED.map((f) => path.join(PROJECT_ROOT, f)));
+  // rbac.test.ts (910 + fault center) and rbac-a5.test.ts (the A5 agent) together
+  const enforced = (): RbacPolicy =>
+    loadRbacFiles([...RBAC_RENDERED, ...RBAC_RENDERED_A5].map((f) => path.join(PROJECT_ROOT, f)));
 
   test('test/integration/rbac.test.ts enforces RBAC_RENDERED: deploy/rendered/910.yaml and fault-center.yaml', () => {
     const text = fs.readFileSync(path.join(PROJECT_ROOT, 'test/integration/rbac.test.ts'), 'utf8');
     expect(/\bloadRbacFiles\(RBAC_RENDERED\b/.test(text)).toBe(true);
     expect(RBAC_RENDERED).toEqual([`${RENDERED_DIR}/910.yaml`, `${RENDERED_DIR}/fault-center.yaml`]);
+  });
+
+  test('test/integration/rbac-a5.test.ts enforces RBAC_RENDERED_A5: deploy/rendered/a5.yaml', () => {
+    const text = fs.readFileSync(path.join(PROJECT_ROOT, 'test/integration/rbac-a5.test.ts'), 'utf8');
+    expect(/\bloadRbacFiles\(RBAC_RENDERED_A5\b/.test(text)).toBe(true);
+    expect(RBAC_RENDERED_A5).toEqual([`${RENDERED_DIR}/a5.yaml`]);
   });
 
   test.each(overlays.map((o) => [o]))('%s: every RBAC object it creates is one the integration test enforces', (o) => {

@@ -202,7 +202,8 @@ describe('issue [K] 9 admission policies of deploy/ (static checks; not enforced
           if (!declared.includes(m[1]!)) bad.push(`${where}: variables.${m[1]} not declared before`);
         }
         for (const m of code(text).matchAll(/\b([A-Za-z_][A-Za-z0-9_]*)\s*\(/g)) {
-          if (!['has', 'size', 'startsWith', 'endsWith', 'matches', 'contains'].includes(m[1]!))
+          // functions and the standard CEL macros (all, exists) that Kubernetes' CEL environment has
+          if (!['has', 'size', 'startsWith', 'endsWith', 'matches', 'contains', 'all', 'exists'].includes(m[1]!))
             bad.push(`${where}: ${m[1]}()`);
         }
         let depth = 0;
