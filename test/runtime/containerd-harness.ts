@@ -98,7 +98,10 @@ export class RealContainerd {
 
   /** (Re)starts containerd on the same folder and waits until it answers. */
   async restart(): Promise<void> {
-    const child = spawn(which('containerd')!, ['--config', this.#config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const bin = which('containerd');
+    // .ci/run installs it; a machine without it fails here with the reason, not a TypeError from spawn
+    if (bin === undefined) throw new Error('containerd is not installed (apt-get install containerd; .ci/run does it)');
+    const child = spawn(bin, ['--config', this.#config], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.#child = child;
     const keep = (b: Buffer): void => void (this.#log = (this.#log + b.toString()).slice(-8000));
     child.stdout?.on('data', keep);
