@@ -287,6 +287,12 @@ export const AGENT_FLAGS = {
     support: 'yes',
     help: 'A5 DPU switch file (DPU health off when absent or unusable); the DPUs are read under -sysDir',
   },
+  a5TopoDir: {
+    kind: 'string',
+    def: '/usr/local/Ascend/driver/topo/950/',
+    support: 'yes',
+    help: 'folder of the A5 topology files read for the levelList ports (L.8; none read when absent or unusable)',
+  },
   resetTimePercent: {
     kind: 'int',
     def: 100,
