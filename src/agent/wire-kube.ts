@@ -98,6 +98,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
           serverIndex: hw.serverIndex,
           nodeInternalIp: config.hostIp ?? '',
           topoDir: flags.a5TopoDir,
+          npuNicMappingFile: flags.npuNicMappingFile,
           logger: log,
         })
       : undefined;

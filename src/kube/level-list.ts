@@ -3,8 +3,8 @@
  * builds it from the stored sources (docs/super-node.md "Ascend950 (A5)", "levelList"): one entry per rank level
  * 0–3 whose net type is not ignored for the product and whose address list is not empty. The UB / UBG / UBoE
  * addresses come from the chip's URMA EIDs (DCMI v2), selected by their FE id, with ports from the EID itself and
- * the A5 topology file's edges; the RoCE level (3) is not built (no NIC mapping / DPU address source), so it is
- * always left out. Pure: the caller reads DCMI and the topology file.
+ * the A5 topology file's edges; the RoCE level (3) from the addresses the caller found through the NPU–NIC mapping
+ * file (the DPU fallback is not built). Pure: the caller reads DCMI, the topology file and the interfaces.
  */
 import { goMap, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 
@@ -44,6 +44,13 @@ export interface A5LevelInputs {
   readonly urma: readonly (readonly string[])[];
   /** The topology file's edges; undefined when the file could not be used (then no UB/UBG/UBoE address). */
   readonly topoEdges: readonly A5TopoEdge[] | undefined;
+  /** Level 3: the chip's RoCE addresses (NPU–NIC mapping file), in order; absent or empty → no level 3. */
+  readonly roce?: readonly string[];
+}
+
+/** `IPV4` for a dotted IPv4 address, else `IPV6` (upstream: net.ParseIP(ip).To4() != nil; unparsable → IPv4). */
+export function roceAddrType(ip: string): string {
+  return ip.includes(':') && !/^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip) ? 'IPV6' : 'IPV4';
 }
 
 const INVALID_U32 = 0xffffffff;
@@ -181,6 +188,18 @@ export function buildA5LevelList(inp: A5LevelInputs): { json: string; badEids: s
     if (key === '') continue;
     const { netType, fe } = levelSource(inp.product, level);
     const addrs: GoValue[] = [];
+    if (level === 3) {
+      for (const ip of inp.roce ?? []) {
+        addrs.push(
+          goStruct([
+            ['addr_type', roceAddrType(ip)],
+            ['addr', ip],
+            ['ports', goSlice([])],
+            ['plane_id', 'CLUSTER'],
+          ]),
+        );
+      }
+    }
     for (const feId of fe) {
       for (const dev of eids) {
         for (const eid of dev) {

@@ -37,9 +37,17 @@ function topoDir(text?: string): string {
   if (text !== undefined) fs.writeFileSync(path.join(dir, 'atlas_950_1.json'), text);
   return dir;
 }
+function withMapping(dir: string, text: string): string {
+  fs.writeFileSync(path.join(dir, 'npu-nic-mapping.json'), text);
+  return dir;
+}
 const TOPO = '{"edge_list":[{"net_layer":0,"link_type":"PEER2NET","local_a":1,"local_a_ports":["0/2"]}]}';
 
-function levels(o: { eids: () => string[][]; dir: string }) {
+type Nics = NodeJS.Dict<os.NetworkInterfaceInfo[]>;
+const nic = (address: string, family: 'IPv4' | 'IPv6' = 'IPv4', internal = false): os.NetworkInterfaceInfo =>
+  ({ address, family, internal, netmask: '', mac: '', cidr: null }) as os.NetworkInterfaceInfo;
+
+function levels(o: { eids: () => string[][]; dir: string; mapping?: string; nics?: Nics }) {
   const rec = recorder();
   let reads = 0;
   const levelOf = a5LevelLists({
@@ -54,6 +62,8 @@ function levels(o: { eids: () => string[][]; dir: string }) {
     serverIndex: 2,
     nodeInternalIp: '10.0.0.5',
     topoDir: o.dir,
+    npuNicMappingFile: path.join(o.dir, 'npu-nic-mapping.json'),
+    interfaces: () => o.nics ?? {},
     logger: rec.logger,
   });
   return { levelOf, rec, reads: () => reads };
@@ -103,6 +113,41 @@ describe('spec I.2 the agent levelList source', () => {
     const l = levels({ eids: () => [[FE1]], dir });
     expect(l.levelOf(CHIP)).toBe('[]');
     expect(l.rec.lines.some((x) => x.level === 'warn' && /topology file unusable/.test(x.msg))).toBe(true);
+  });
+});
+
+describe('spec I.3 the RoCE level from the NPU-NIC mapping file', () => {
+  const MAP = '{"npuNics":[{"npuId":1,"nicNames":["enp1","enp2"]},{"npuId":2,"nicNames":[]},{"npuId":3}]}';
+  const roce = (json: string): unknown =>
+    (JSON.parse(json) as { level: number; info: { ROCE?: unknown } }[]).find((l) => l.level === 3)?.info.ROCE;
+
+  test('I.3 the first usable address of the first mapped interface that has one, as level 3', () => {
+    const nics: Nics = {
+      enp1: [nic('127.0.0.2'), nic('169.254.3.3'), nic('fe80::1', 'IPv6')],
+      enp2: [nic('2001:db8::5', 'IPv6'), nic('10.1.1.9')],
+    };
+    const l = levels({ eids: () => [], dir: withMapping(topoDir(TOPO), MAP), nics });
+    expect(l.levelOf(CHIP)).toBe(
+      '[{"level":3,"info":{"ROCE":{"net_layer":3,"net_instance_id":"CLUSTER1","net_type":"CLOS","net_attr":"",' +
+        '"rank_addr_list":[{"addr_type":"IPV6","addr":"2001:db8::5","ports":[],"plane_id":"CLUSTER"}]}}}]',
+    );
+  });
+
+  test('I.3 the NPU of a chip is its phy id modulo 8', () => {
+    const l = levels({ eids: () => [], dir: withMapping(topoDir(TOPO), MAP), nics: { enp1: [nic('10.1.1.9')] } });
+    expect(roce(l.levelOf({ ...CHIP, phyId: 9 }))).toMatchObject({ rank_addr_list: [{ addr: '10.1.1.9' }] });
+  });
+
+  test('I.3 a chip with an empty list, without nicNames or not in the file gets no RoCE level', () => {
+    const l = levels({ eids: () => [], dir: withMapping(topoDir(TOPO), MAP), nics: { enp1: [nic('10.1.1.9')] } });
+    expect([2, 3, 4].map((phyId) => l.levelOf({ ...CHIP, phyId }))).toEqual(['[]', '[]', '[]']);
+  });
+
+  test('L.8 a mapping file that is not JSON: a warning, no RoCE level, the other levels still built', () => {
+    const l = levels({ eids: () => [[FE1]], dir: withMapping(topoDir(TOPO), '{'), nics: { enp1: [nic('10.1.1.9')] } });
+    const list = JSON.parse(l.levelOf(CHIP)) as { level: number }[];
+    expect(list.map((x) => x.level)).toEqual([0]);
+    expect(l.rec.lines.some((x) => x.level === 'warn' && /NPU-NIC mapping file unusable/.test(x.msg))).toBe(true);
   });
 });
 

@@ -138,7 +138,7 @@ describe('spec I.2/I.3 buildA5LevelList', () => {
     const r = buildA5LevelList({ product: POD_1D, phyId: 4, urma: [['xyz']], topoEdges: edges });
     expect(r).toEqual({ json: '[]', badEids: ['xyz'] });
   });
-  test('I.3 the RoCE level is never built (no NIC mapping source)', () => {
+  test('I.3 a 300I card without RoCE addresses has no level at all', () => {
     const levels = parse(
       buildA5LevelList({
         product: { ...SERVER, cardType: '300I-A5' },
