@@ -3,7 +3,10 @@
  * docs/dcmi.md): `dcmiv2_get_urma_device_cnt` and `dcmiv2_get_eid_list_by_urma_dev_index` against the real mock, and
  * the scenario chip field `urma` (scenarios/README.md).
  */
+import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { Dcmi } from '../../src/dcmi/dcmi.js';
 import { DcmiError } from '../../src/dcmi/errors.js';
 import { loadScenario, openMock, type MockHarness, type Scenario } from '../helpers/mock-dcmi.js';
 
@@ -61,6 +64,24 @@ describe('L.8 Dcmi.getUrmaEids on a v2 library', () => {
     const err = thrown(() => h!.dcmi.getUrmaEids(0, 0));
     expect(err).toBeInstanceOf(DcmiError);
     expect(err).toMatchObject({ code: -8255, fn: 'dcmiv2_get_urma_device_cnt' });
+  });
+});
+
+describe('L.8 a v2 library without the URMA functions', () => {
+  test('L.8 getUrmaEids throws SYMBOL_MISSING (-99998) naming dcmiv2_get_urma_device_cnt, counted as unsupported', async () => {
+    // the older-A5-driver fixture exports only init, the device list and the id mapping of the v2 generation
+    const dcmi = Dcmi.open(path.join(PROJECT_ROOT, 'build', 'Release', 'libdcmi_partial_v2.so'));
+    try {
+      await dcmi.init();
+      expect(dcmi.missingSymbols()).toEqual(
+        expect.arrayContaining(['dcmiv2_get_urma_device_cnt', 'dcmiv2_get_eid_list_by_urma_dev_index']),
+      );
+      const err = thrown(() => dcmi.getUrmaEids(0, 0));
+      expect(err).toMatchObject({ code: -99998, fn: 'dcmiv2_get_urma_device_cnt' });
+      expect((err as DcmiError).isUnsupported).toBe(true);
+    } finally {
+      dcmi.close();
+    }
   });
 });
 
