@@ -31,6 +31,26 @@ struct dcmi_elabel_info { /* size 1280, align 1 */
 DCMI_ABI_ASSERT(sizeof(struct dcmi_elabel_info) == 1280, "sizeof dcmi_elabel_info");
 DCMI_ABI_ASSERT(offsetof(struct dcmi_elabel_info, serial_number) == 1024, "offsetof dcmi_elabel_info.serial_number");
 
+/*
+ * URMA entity ids (dcmiv2_get_urma_device_cnt / dcmiv2_get_eid_list_by_urma_dev_index): a chip has several URMA
+ * devices, each with up to DCMI_URMA_MAX_EIDS 16-byte EIDs (network order) and their index.
+ */
+#define DCMI_URMA_EID_SIZE 16
+#define DCMI_URMA_MAX_EIDS 32
+typedef union dcmi_urma_eid { /* size 16, align 8 */
+  unsigned char raw[DCMI_URMA_EID_SIZE];
+  struct {
+    unsigned long subnet_prefix;
+    unsigned long interface_id;
+  } in6;
+} dcmi_urma_eid_t;
+typedef struct dcmi_urma_eid_info { /* size 24, align 8 */
+  dcmi_urma_eid_t eid;
+  unsigned int eid_index;
+} dcmi_urma_eid_info_t;
+DCMI_ABI_ASSERT(sizeof(dcmi_urma_eid_info_t) == 24, "sizeof dcmi_urma_eid_info_t");
+DCMI_ABI_ASSERT(offsetof(dcmi_urma_eid_info_t, eid_index) == 16, "offsetof dcmi_urma_eid_info_t.eid_index");
+
 /* DCMI_FN(name, params), in the order of the upstream header. */
 #define DCMI_V2_FUNCTIONS(DCMI_FN)                                                                                 \
   DCMI_FN(dcmiv2_init, (void))                                                                                     \
@@ -63,7 +83,10 @@ DCMI_ABI_ASSERT(offsetof(struct dcmi_elabel_info, serial_number) == 1024, "offse
   DCMI_FN(dcmiv2_get_mainboard_id, (int dev_id, unsigned int *mainboard_id))                                       \
   DCMI_FN(dcmiv2_get_device_ip, (int dev_id, enum dcmi_port_type input_type, int port_id, struct dcmi_ip_addr *ip, \
                                  struct dcmi_ip_addr *mask))                                                       \
-  DCMI_FN(dcmiv2_get_device_elabel_info, (int dev_id, struct dcmi_elabel_info *elabel_info))
+  DCMI_FN(dcmiv2_get_device_elabel_info, (int dev_id, struct dcmi_elabel_info *elabel_info))                       \
+  DCMI_FN(dcmiv2_get_urma_device_cnt, (int dev_id, unsigned int *dev_cnt))                                         \
+  DCMI_FN(dcmiv2_get_eid_list_by_urma_dev_index,                                                                   \
+          (int dev_id, unsigned int dev_index, dcmi_urma_eid_info_t *eid_list, unsigned int *eid_cnt))
 
 #define DCMI_V2_DECLARE_PROTOTYPE(name, params) int name params;
 DCMI_V2_FUNCTIONS(DCMI_V2_DECLARE_PROTOTYPE)

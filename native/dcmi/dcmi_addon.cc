@@ -318,6 +318,8 @@ class DcmiLibrary : public Napi::ObjectWrap<DcmiLibrary> {
   Napi::Value V2GetDeviceNetworkHealth(const Napi::CallbackInfo& info);
   Napi::Value V2SubscribeFaultEvents(const Napi::CallbackInfo& info);
   Napi::Value V2GetElabelInfo(const Napi::CallbackInfo& info);
+  Napi::Value V2GetUrmaDeviceCount(const Napi::CallbackInfo& info);
+  Napi::Value V2GetUrmaEidList(const Napi::CallbackInfo& info);
 
   std::shared_ptr<LibHandle> lib_;  // null once closed
   std::string path_;
@@ -465,6 +467,8 @@ Napi::Function DcmiLibrary::Define(Napi::Env env) {
           InstanceMethod<&DcmiLibrary::V2GetDeviceNetworkHealth>("v2GetDeviceNetworkHealth"),
           InstanceMethod<&DcmiLibrary::V2SubscribeFaultEvents>("v2SubscribeFaultEvents"),
           InstanceMethod<&DcmiLibrary::V2GetElabelInfo>("v2GetElabelInfo"),
+          InstanceMethod<&DcmiLibrary::V2GetUrmaDeviceCount>("v2GetUrmaDeviceCount"),
+          InstanceMethod<&DcmiLibrary::V2GetUrmaEidList>("v2GetUrmaEidList"),
       });
 }
 
@@ -1263,6 +1267,43 @@ Napi::Value DcmiLibrary::V2GetElabelInfo(const Napi::CallbackInfo& info) {
   out.Set("manufacturer", FixedString(env, label.manufacturer, sizeof label.manufacturer));
   out.Set("manufacturerDate", FixedString(env, label.manufacturer_date, sizeof label.manufacturer_date));
   out.Set("serialNumber", FixedString(env, label.serial_number, sizeof label.serial_number));
+  return out;
+}
+
+Napi::Value DcmiLibrary::V2GetUrmaDeviceCount(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_urma_device_cnt);
+  unsigned int count = 0;
+  Check(env, fn(dev, &count), "dcmiv2_get_urma_device_cnt");
+  return Napi::Number::New(env, count);
+}
+
+// The EIDs of one URMA device as lower-case hex strings of 32 digits, in the order DCMI lists them.
+Napi::Value DcmiLibrary::V2GetUrmaEidList(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int dev = Int32Arg(info, 0, "devId");
+  const int index = Int32Arg(info, 1, "urmaIndex");
+  if (index < 0) throw MakeDcmiError(env, DCMI_ERR_PARAM, "dcmiv2_get_eid_list_by_urma_dev_index", "negative index");
+  auto fn = DCMI_SYMBOL(dcmiv2_get_eid_list_by_urma_dev_index);
+  dcmi_urma_eid_info_t list[DCMI_URMA_MAX_EIDS];
+  std::memset(list, 0, sizeof list);
+  unsigned int count = DCMI_URMA_MAX_EIDS;
+  Check(env, fn(dev, static_cast<unsigned int>(index), list, &count), "dcmiv2_get_eid_list_by_urma_dev_index");
+  if (count > DCMI_URMA_MAX_EIDS) {
+    throw MakeDcmiError(env, DCMI_ERR_INTERNAL, "dcmiv2_get_eid_list_by_urma_dev_index",
+                        "eid count " + std::to_string(count) + " exceeds " + std::to_string(DCMI_URMA_MAX_EIDS));
+  }
+  static const char kHex[] = "0123456789abcdef";
+  Napi::Array out = Napi::Array::New(env, count);
+  for (unsigned int i = 0; i < count; i++) {
+    std::string hex;
+    for (int k = 0; k < DCMI_URMA_EID_SIZE; k++) {
+      hex.push_back(kHex[list[i].eid.raw[k] >> 4]);
+      hex.push_back(kHex[list[i].eid.raw[k] & 0xF]);
+    }
+    out.Set(i, Napi::String::New(env, hex));
+  }
   return out;
 }
 

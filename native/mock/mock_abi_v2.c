@@ -319,3 +319,31 @@ int dcmiv2_get_device_elabel_info(int dev_id, struct dcmi_elabel_info *elabel_in
   snprintf(elabel_info->serial_number + n, 4, "%u", (unsigned)(unsigned char)c->phy_id); /* phy ids are 0..255 */
   return model_leave(m, DCMI_OK);
 }
+
+/* URMA EIDs (scenario chip "urma"): the device count, then each device's EIDs with their index (0, 1, ...). */
+int dcmiv2_get_urma_device_cnt(int dev_id, unsigned int *dev_cnt) {
+  struct mock_model *m;
+  struct chip *c;
+  int rc = enter_dev(FN_dcmiv2_get_urma_device_cnt, dev_id, dev_cnt != NULL, &m, &c);
+  if (rc) return model_leave(m, rc);
+  *dev_cnt = (unsigned)c->nurma;
+  return model_leave(m, DCMI_OK);
+}
+
+int dcmiv2_get_eid_list_by_urma_dev_index(int dev_id, unsigned int dev_index, dcmi_urma_eid_info_t *eid_list,
+                                          unsigned int *eid_cnt) {
+  struct mock_model *m;
+  struct chip *c;
+  int rc = enter_dev(FN_dcmiv2_get_eid_list_by_urma_dev_index, dev_id, eid_list != NULL && eid_cnt != NULL, &m, &c);
+  if (rc) return model_leave(m, rc);
+  if (dev_index >= (unsigned)c->nurma) return model_leave(m, DCMI_ERR_PARAM);
+  unsigned n = (unsigned)c->neids[dev_index];
+  if (*eid_cnt < n) return model_leave(m, DCMI_ERR_PARAM); /* in: the list's length */
+  for (unsigned i = 0; i < n; i++) {
+    memset(&eid_list[i], 0, sizeof eid_list[i]);
+    memcpy(eid_list[i].eid.raw, c->eids[dev_index][i], DCMI_URMA_EID_SIZE);
+    eid_list[i].eid_index = i;
+  }
+  *eid_cnt = n;
+  return model_leave(m, DCMI_OK);
+}

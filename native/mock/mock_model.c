@@ -58,7 +58,40 @@ static const char *const elabel_fields[] = {"productName", "model", "manufacture
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
                                           "processes", "affinityCpu", "pcieBus", "dropped", "resetResult",
-                                          "bootSeconds", "dieId", "ports", NULL};
+                                          "bootSeconds", "dieId", "ports", "urma", NULL};
+
+/* scenario chip "urma": an array (<= 8) of URMA devices, each an array (<= 32) of 32-hex-digit EIDs */
+static int load_urma(char *msg, struct chip *c, const mj_value *o, const char *path) {
+  char fp[256], ep[320];
+  const mj_value *u = mj_get(o, "urma");
+  if (!u) return 0;
+  join_path(fp, sizeof fp, path, "urma");
+  if (u->type != MJ_ARRAY) return failf(msg, fp, "expected an array of URMA devices, found %s", found(u));
+  if (u->count > MOCK_MAX_URMA) return failf(msg, fp, "%zu URMA devices, at most %d allowed", u->count, MOCK_MAX_URMA);
+  for (size_t i = 0; i < u->count; i++) {
+    const mj_value *d = &u->items[i];
+    snprintf(ep, sizeof ep, "%s[%zu]", fp, i);
+    if (d->type != MJ_ARRAY) return failf(msg, ep, "expected an array of EIDs, found %s", found(d));
+    if (d->count > MOCK_MAX_URMA_EIDS)
+      return failf(msg, ep, "%zu EIDs, at most %d allowed", d->count, MOCK_MAX_URMA_EIDS);
+    for (size_t j = 0; j < d->count; j++) {
+      const mj_value *e = &d->items[j];
+      char xp[340];
+      snprintf(xp, sizeof xp, "%s[%zu]", ep, j);
+      if (e->type != MJ_STRING) return failf(msg, xp, "expected an EID string, found %s", found(e));
+      if (e->length != 32 || strspn(e->string, "0123456789abcdefABCDEF") != 32)
+        return failf(msg, xp, "\"%s\" is not an EID: 32 hex digits expected", e->string);
+      for (int k = 0; k < 16; k++) {
+        unsigned byte;
+        sscanf(e->string + 2 * k, "%2x", &byte);
+        c->eids[i][j][k] = (unsigned char)byte;
+      }
+    }
+    c->neids[i] = (int)d->count;
+  }
+  c->nurma = (int)u->count;
+  return 0;
+}
 
 static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_value *o, const char *path) {
   long long v;
@@ -141,6 +174,7 @@ static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_v
     c->has_die = 1;
   }
   if (ports_load(msg, sc, c, o, path) < 0) return -1;
+  if (load_urma(msg, c, o, path) < 0) return -1;
   cd->chip_index[c->device_id] = sc->nchips;
   sc->by_logic[c->logic_id] = sc->nchips;
   sc->by_phy[c->phy_id] = sc->nchips;

@@ -29,6 +29,8 @@ enum reset_mode { RESET_OK, RESET_FAIL, RESET_HANG };
 /* vNPU (dynamic virtual devices, mock_vdevice.c): templates from the scenario, vNPUs per chip. */
 #define MOCK_MAX_TEMPLATES 16
 #define MOCK_MAX_VDEVS DCMI_SOC_SPLIT_MAX /* dcmi-abi.md §4.5: vdev_num <= 32 */
+#define MOCK_MAX_URMA 8                     /* scenario "urma": URMA devices per chip */
+#define MOCK_MAX_URMA_EIDS 32               /* EIDs per URMA device (the v2 header's limit) */
 #define MOCK_VDEV_ID_MIN 100              /* dcmi-abi.md §6: vNPU ids are 100..1123 */
 #define MOCK_VDEV_ID_END 1124
 
@@ -71,6 +73,9 @@ struct chip {
   int nvdevs;
   int vdev_fail; /* 1: every dcmi_create_vdevice fails with -8005 (control op vdevResult) */
   struct chip_ports ports; /* A5 UB / UBoE ports (mock_ports.c) */
+  int nurma;               /* scenario "urma": the chip's URMA devices (dcmiv2_get_urma_device_cnt) */
+  int neids[MOCK_MAX_URMA];
+  unsigned char eids[MOCK_MAX_URMA][MOCK_MAX_URMA_EIDS][16]; /* raw EIDs, network order */
 };
 
 struct card {

@@ -90,6 +90,7 @@ export function readChipAddresses(
   chips: readonly ChipAddress[],
   kind: ChipKind,
   deviceType: string,
+  levelOf?: (chip: ChipAddress) => string,
 ): ChipAddresses {
   const base: BaseDeviceInfo[] = [];
   const rank = new Map<number, RankChip>();
@@ -116,16 +117,19 @@ export function readChipAddresses(
         superDeviceId = undefined;
       }
     }
+    const levelList = a5 && levelOf ? levelOf(c) : undefined; // spec I.2, I.3: upstream's []RankLevel JSON
     base.push({
       name: chipName(deviceType, c.phyId),
       ip: ip ?? '',
       superDeviceId: superDeviceId ?? 0,
       ...(a5 ? { deviceId: c.logicId } : {}),
+      ...(levelList !== undefined ? { levelListJson: levelList } : {}),
     });
     rank.set(c.phyId, {
       phyId: c.phyId,
       ...(ip !== undefined ? { ip } : {}),
       ...(superDeviceId !== undefined ? { superDeviceId } : {}),
+      ...(levelList !== undefined ? { levelList } : {}),
     });
   }
   return { base, rank };

@@ -6,6 +6,7 @@
  * (`store.restore`).
  */
 import { a5PublishesRackId } from '../core/chips.js';
+import { a5LevelLists } from './a5-levels.js';
 import { chipName, effectiveShareCount } from '../core/device-names.js';
 import { faultEvent, transitionEvents } from '../kube/agent-events.js';
 import { DeviceInfoPublisher, storeSeparationHost } from '../kube/device-info-publisher.js';
@@ -87,8 +88,22 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   const infoNames = hw.infoNames;
   // the C.5 addresses of the rank table, read with the node labels (at start and at every refresh)
   let rankChips: ReadonlyMap<number, RankChip> = new Map();
+  // spec I.2, I.3: the A5 levelList of every chip (URMA EIDs + topology file, docs/super-node.md "levelList")
+  const levelOf =
+    hw.kind === 'Ascend910A5' && hw.a5
+      ? a5LevelLists({
+          dcmi: hw.dcmi,
+          a5: hw.a5,
+          superPodId: hw.superPodId,
+          serverIndex: hw.serverIndex,
+          nodeInternalIp: config.hostIp ?? '',
+          topoDir: flags.a5TopoDir,
+          npuNicMappingFile: flags.npuNicMappingFile,
+          logger: log,
+        })
+      : undefined;
   const chipAddresses = (): readonly BaseDeviceInfo[] => {
-    const a = readChipAddresses(hw.dcmi, hw.chips, hw.kind, hw.deviceType);
+    const a = readChipAddresses(hw.dcmi, hw.chips, hw.kind, hw.deviceType, levelOf);
     rankChips = a.rank;
     return names.active ? a.base.map((b) => ({ ...b, name: names.name(b.name) })) : a.base;
   };

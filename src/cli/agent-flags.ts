@@ -287,6 +287,18 @@ export const AGENT_FLAGS = {
     support: 'yes',
     help: 'A5 DPU switch file (DPU health off when absent or unusable); the DPUs are read under -sysDir',
   },
+  a5TopoDir: {
+    kind: 'string',
+    def: '/usr/local/Ascend/driver/topo/950/',
+    support: 'yes',
+    help: 'folder of the A5 topology files read for the levelList ports (L.8; none read when absent or unusable)',
+  },
+  npuNicMappingFile: {
+    kind: 'string',
+    def: '/user/mindx-dl/npu/npu-nic-mapping.json',
+    support: 'yes',
+    help: 'A5 NPU-NIC mapping file for the levelList RoCE level (L.8; no RoCE level when absent or unusable)',
+  },
   resetTimePercent: {
     kind: 'int',
     def: 100,

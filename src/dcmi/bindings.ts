@@ -258,6 +258,10 @@ export interface NativeDcmiLibrary {
   v2GetDeviceNetworkHealth(devId: number): Promise<number>;
   /** `struct dcmi_elabel_info`: the five 256-byte strings cut at their first NUL */
   v2GetElabelInfo(devId: number): NativeElabelInfo;
+  /** `dcmiv2_get_urma_device_cnt`: the chip's URMA device count */
+  v2GetUrmaDeviceCount(devId: number): number;
+  /** `dcmiv2_get_eid_list_by_urma_dev_index` (list of 32): the device's EIDs as 32 lower-case hex digits each */
+  v2GetUrmaEidList(devId: number, urmaIndex: number): string[];
   /** `dcmiv2_subscribe_fault_event(devId, filter, trampoline)` (devId -1 = every chip); otherwise as the v1 one */
   v2SubscribeFaultEvents(
     devId: number,

@@ -830,6 +830,25 @@ export class Dcmi {
     return this.call(fn, () => this.lib.v2GetElabelInfo(dev));
   }
 
+  /**
+   * The chip's URMA devices and their EIDs (upstream GetUrmaDevEidListAll: `dcmiv2_get_urma_device_cnt`, then
+   * `dcmiv2_get_eid_list_by_urma_dev_index` per device), each EID as 32 lower-case hex digits. DCMI v2 only (a v1
+   * library throws -8255); a library without the symbols throws SYMBOL_MISSING.
+   */
+  getUrmaEids(cardId: number, deviceId: number): string[][] {
+    const cnt = 'dcmiv2_get_urma_device_cnt';
+    const list = 'dcmiv2_get_eid_list_by_urma_dev_index';
+    if (!this.v2) {
+      throw new DcmiError(DcmiCode.NOT_SUPPORTED, cnt, `${cnt} is DCMI v2 only; this library answered dcmi_init (v1)`);
+    }
+    const dev = this.devId(cnt, cardId, deviceId);
+    const n = this.call(cnt, () => this.lib.v2GetUrmaDeviceCount(dev));
+    if (n > 64) throw this.invalid(cnt, `URMA device count ${n}`);
+    const out: string[][] = [];
+    for (let i = 0; i < n; i++) out.push(this.call(list, () => this.lib.v2GetUrmaEidList(dev, i)));
+    return out;
+  }
+
   /** Network health; result 0..127 (§4.9). */
   async getDeviceNetworkHealth(cardId: number, deviceId: number): Promise<number> {
     const { fn, dev } = this.at('dcmi_get_device_network_health', cardId, deviceId);

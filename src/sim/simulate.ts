@@ -197,6 +197,8 @@ export function sandboxFlags(
     `-hangDetectionConfigFile=${path.join(dir, 'hangDetectionConfig.json')}`,
     `-nameCustomizationFile=${path.join(dir, 'deviceNameCustomization.json')}`, // spec L.6: absent unless a test writes it
     `-dpuConfigFile=${path.join(dir, 'dpu-config.json')}`, // A5 DPU health: absent (off) unless a test writes it
+    `-npuNicMappingFile=${path.join(dir, 'npu-nic-mapping.json')}`, // A5 RoCE level: absent unless a test writes it
+    `-a5TopoDir=${path.join(PROJECT_ROOT, 'scenarios', 'topo', '950')}`, // A5 levelList ports: the demo topology files
     `-logFile=${extra.logFile ?? ''}`,
     `-metricsAddress=${extra.metricsAddress ?? '127.0.0.1:0'}`,
     `-listWatchPeriod=${extra.listWatchPeriod ?? 3}`,

@@ -35,6 +35,26 @@ const POD_1D = path.join(PROJECT_ROOT, 'scenarios', '950-8chip.json');
 const SERVER = path.join(PROJECT_ROOT, 'scenarios', '950-server.json');
 const NPU = 'huawei.com/npu';
 
+/**
+ * The levelList upstream writes for chip `phy` of scenarios/950-8chip.json (1D pod: super pod 7, rack 3) with the
+ * demo topology file scenarios/topo/950/atlas_950_1.json (docs/super-node.md "levelList"): the FE 1 die-to-die EID
+ * at level 0, the FE 0 EID at level 1, the FE 3 EID as UBG at level 2, no RoCE level.
+ */
+function demoLevelList(phy: number): string {
+  const eid = (fe: string, tail: string): string =>
+    `000000000000${fe}00000000${phy.toString(16).padStart(2, '0')}00${tail}`;
+  const item = (addr: string, ports: string, plane: string): string =>
+    `[{"addr_type":"EID","addr":"${addr}","ports":${ports},"plane_id":"${plane}"}]`;
+  const level = (n: number, key: string, id: string, type: string, list: string): string =>
+    `{"level":${n},"info":{"${key}":{"net_layer":${n},"net_instance_id":"${id}","net_type":"${type}","net_attr":"",` +
+    `"rank_addr_list":${list}}}}`;
+  return (
+    `[${level(0, 'UB', '7_3', 'TOPO_FILE_DESC', item(eid('0020', '0009'), '["0/1","0/3"]', '0'))},` +
+    `${level(1, 'UB', '7', 'CLOS', item(eid('0000', '0412'), '["1/2","1/5"]', '1'))},` +
+    `${level(2, 'UBG', 'CLUSTER1', 'CLOS', item(eid('0060', '0000'), '["0/8","1/8"]', 'CLUSTER'))}]`
+  );
+}
+
 async function startA5(before?: (s: AgentSandbox) => void, scenario = POD_1D): Promise<AgentSandbox> {
   sb = await AgentSandbox.create(scenario);
   before?.(sb);
@@ -177,7 +197,13 @@ describe('spec I.3 the A5 pod annotations', () => {
     expect(annotations[ANNOTATION_RANK_TABLE_910]).toBeUndefined();
     const rank = JSON.parse(annotations[ANNOTATION_RANK_TABLE_NPU]!) as Record<string, unknown>;
     expect(rank).toMatchObject({ pod_name: 'train-0', super_pod_id: 7, rack_id: 3, server_index: '2' });
-    expect(rank.devices).toEqual([{ device_id: '2', device_ip: '', super_device_id: '2' }]);
+    expect(rank.devices).toEqual([
+      { device_id: '2', device_ip: '', super_device_id: '2', levelList: JSON.parse(demoLevelList(2)) as unknown },
+    ]);
+    // byte for byte as upstream's encoding/json writes the device
+    expect(annotations[ANNOTATION_RANK_TABLE_NPU]).toContain(
+      `{"device_id":"2","device_ip":"","super_device_id":"2","levelList":${demoLevelList(2)}}`,
+    );
   });
 });
 
@@ -197,8 +223,38 @@ describe('spec I.1, I.2, A.2 step 8 the A5 node', () => {
     const a = node.metadata!.annotations!;
     expect([a.serverType, a.superPodID, a.serverIndex, a.rackID]).toEqual(['npu', '7', '2', '3']);
     const base = JSON.parse(a.baseDeviceInfos!) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(base['npu-3']!)).toEqual(['DeviceID', 'IP', 'SuperDeviceID', 'levelList']);
+    expect(a.baseDeviceInfos).toContain(
+      `"npu-3":{"DeviceID":3,"IP":"","SuperDeviceID":3,"levelList":${demoLevelList(3)}}`,
+    );
+  });
+
+  test('I.2 an A5 node without its topology file: no UB/UBG address, so levelList is left out', async () => {
+    sb = await AgentSandbox.create(POD_1D);
+    await sb.start([`-a5TopoDir=${path.join(sb.dir, 'no-topo')}`], {}, { resource: NPU });
+    const s = sb;
+    const a = await s.until(
+      () => (s.node()?.metadata?.annotations?.baseDeviceInfos ? s.node()!.metadata!.annotations! : undefined),
+      'the node annotations',
+    );
+    const base = JSON.parse(a.baseDeviceInfos!) as Record<string, Record<string, unknown>>;
     expect(Object.keys(base['npu-3']!)).toEqual(['DeviceID', 'IP', 'SuperDeviceID']);
-    expect(base['npu-3']).toEqual({ DeviceID: 3, IP: '', SuperDeviceID: 3 });
+  });
+
+  test('I.2 a topology file that is not JSON: the agent runs on and leaves levelList out', async () => {
+    sb = await AgentSandbox.create(POD_1D);
+    const dir = path.join(sb.dir, 'bad-topo');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'atlas_950_1.json'), '{"edge_list": [');
+    await sb.start([`-a5TopoDir=${dir}`], {}, { resource: NPU });
+    const s = sb;
+    const a = await s.until(
+      () => (s.node()?.metadata?.annotations?.baseDeviceInfos ? s.node()!.metadata!.annotations! : undefined),
+      'the node annotations',
+    );
+    const base = JSON.parse(a.baseDeviceInfos!) as Record<string, Record<string, unknown>>;
+    expect(base['npu-0']).toEqual({ DeviceID: 0, IP: '', SuperDeviceID: 0 });
+    await s.kubelet.waitForDevices(NPU, (d) => d.length === 8, 'eight devices');
   });
 
   test('A.2 step 8 huawei.com/Ascend910 leaves the capacity and allocatable of an A5 node', async () => {
