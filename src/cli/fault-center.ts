@@ -111,7 +111,7 @@ async function kubeOf(
       source = kc.fromKubeconfigFile(name);
     } catch (e) {
       const m = (e as Error).message;
-      throw new Error(m.startsWith(`${name}: `) ? m.slice(name.length + 2) : m);
+      throw new Error(m.startsWith(`${name}: `) ? m.slice(name.length + 2) : m, { cause: e });
     }
     return source.kind === 'access'
       ? { kind: 'access', access: source.access }
