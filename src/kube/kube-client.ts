@@ -1,9 +1,10 @@
 /**
- * The agent's own Kubernetes client: the ten CoreV1 calls and the watch the node agent makes, over `node:http(s)`.
+ * The agent's own Kubernetes client: the ten CoreV1 calls and the watch the node agent makes, over `node:http(s)`,
+ * and the fault center's further calls (Leases, ConfigMap delete and patches; issue [O], its start-up).
  *
  * Why not client-node: its index loads every generated model and API and its auth extras (openid-client, ws, tar,
- * ...), ≈ 60 MiB of RSS of the agent's ≈ 105 MiB at idle, and its `KubeConfig` pulls the whole index too. The fault
- * center and the tests keep client-node; the kube layer takes either (its options are `Pick<k8s.CoreV1Api, …>` and
+ * ...), ≈ 60 MiB of RSS of the agent's ≈ 105 MiB at idle, and its `KubeConfig` pulls the whole index too (≈ 0.4–0.9 s
+ * of module loading on the 2-core machine). The tests keep client-node; the kube layer takes either (its options are `Pick<k8s.CoreV1Api, …>` and
  * a {@link WatchFn}), so {@link KubeClient} is a drop-in for the calls it has.
  *
  * Differences from a client-node `CoreV1Api`, on purpose: answers are the API server's JSON as is (timestamps stay
