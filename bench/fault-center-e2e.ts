@@ -51,7 +51,7 @@ const START_ONLY = process.env.E2E_START_ONLY === '1';
 /** `E2E_LOG_DIR`: keep the centers' logs there (the case's directory is removed) */
 const LOG_DIR = process.env.E2E_LOG_DIR;
 const CENTER_ARGS = (process.env.E2E_CENTER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-const CENTER_JS = process.env.E2E_CENTER_JS ?? path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
+const CENTER_JS = process.env.E2E_CENTER_JS || path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);

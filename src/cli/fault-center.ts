@@ -4,15 +4,17 @@
  * metrics, Kubernetes client, the public-fault service, the Lease-elected {@link FaultCenter}.
  *
  * Signals (architecture §4 "0 stopped by a signal", issue [K] item 8): SIGTERM/SIGINT at any moment exit 0 within
- * 5 s. The handlers are installed before client-node and the fault center are loaded (≈ 0.5 s of imports); the stop
- * (Lease handed over, informers and services stopped) is bounded by {@link STOP_BOUND_MS}, since client-node's calls
- * have no timeout of their own and an API server that does not answer would hold it forever; a second signal exits
- * at once.
+ * 5 s. The handlers are installed before the fault center is loaded; the stop (Lease handed over, informers and
+ * services stopped) is bounded by {@link STOP_BOUND_MS}, since an API server that does not answer (and, with a
+ * kubeconfig only client-node serves, client-node's calls, which have no timeout of their own) would hold it; a
+ * second signal exits at once.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import type { FaultCenter } from '../cluster/fault-center.js';
+import type { ClusterKube } from '../cluster/kube.js';
+import type { KubeAccess, KubeAccessSource, KubeClient } from '../kube/kube-client.js';
 import type { FaultCenterFlags } from '../cluster/flags.js';
 import type { Logger } from '../core/logger.js';
 import type { LogLevelName } from '../observability/logger.js';
@@ -70,59 +72,120 @@ class KubeconfigError extends Error {
   override readonly name = 'KubeconfigError';
 }
 
+/** Where the access comes from: served by the kube layer's own client, or (`file`/`files`) by client-node. */
+type Found =
+  | { readonly kind: 'access'; readonly access: KubeAccess }
+  | { readonly kind: 'clientNode'; readonly load: (kc: k8s.KubeConfig) => void; readonly reason: string };
+
 /**
  * The API access of the fault center: `-kubeconfig`, else the in-cluster service account, else `$KUBECONFIG`, else
  * `~/.kube/config`. client-node's `loadFromDefault` alone falls back to `http://localhost:8080` when it finds
  * nothing, which client-node then refuses at every request ("HTTP protocol is not allowed when skipTLSVerify is not
  * set or false", retried every 2 s forever): here that, and a plain-http server without `insecure-skip-tls-verify`,
  * is a {@link KubeconfigError} naming what was tried.
+ *
+ * Issue [O] (start-up): the kube layer's own client reads the kubeconfig and serves the requests; client-node is
+ * loaded only for what that client leaves to it (`exec`, `auth-provider`, `as`, `proxy-url`, and a `$KUBECONFIG`
+ * of several files, which client-node merges).
  */
-function kubeConfigOf(
-  m: typeof k8s,
+async function kubeOf(
   flags: FaultCenterFlags,
   env: NodeJS.ProcessEnv,
   home: string,
-): { kc: k8s.KubeConfig; from: string } {
+): Promise<{ kube: ClusterKube; from: string; reason?: string }> {
+  const kc = await import('../kube/kube-client.js');
   const tried: string[] = [];
-  const kc = new m.KubeConfig();
+  let found: Found | undefined;
   let from: string | undefined;
-  const load = (what: string, f: () => void): void => {
+  const load = (what: string, f: () => Found): void => {
     try {
-      f();
+      found = f();
     } catch (e) {
       throw new KubeconfigError(`${what}: ${(e as Error).message.split('\n')[0]}`);
     }
     from = what;
   };
-  if (flags.kubeconfig !== '') load(`-kubeconfig ${flags.kubeconfig}`, () => kc.loadFromFile(flags.kubeconfig));
+  const file = (name: string) => (): Found => {
+    let source: KubeAccessSource;
+    try {
+      source = kc.fromKubeconfigFile(name);
+    } catch (e) {
+      const m = (e as Error).message;
+      throw new Error(m.startsWith(`${name}: `) ? m.slice(name.length + 2) : m, { cause: e });
+    }
+    return source.kind === 'access'
+      ? { kind: 'access', access: source.access }
+      : { kind: 'clientNode', load: (c) => c.loadFromFile(name), reason: source.reason };
+  };
+  if (flags.kubeconfig !== '') load(`-kubeconfig ${flags.kubeconfig}`, file(flags.kubeconfig));
   else tried.push('-kubeconfig: not given');
   if (from === undefined) {
     if (!env.KUBERNETES_SERVICE_HOST || !env.KUBERNETES_SERVICE_PORT) {
       tried.push('in-cluster service account: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT not set');
     } else if (!fs.existsSync(SERVICE_ACCOUNT_TOKEN)) {
       tried.push(`in-cluster service account: ${SERVICE_ACCOUNT_TOKEN} not mounted`);
-    } else load('in-cluster service account', () => kc.loadFromCluster());
+    } else
+      load('in-cluster service account', () => {
+        const source = kc.loadKubeAccess('', {
+          KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST,
+          KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT,
+        });
+        if (source?.kind !== 'access') throw new Error('not an in-cluster access');
+        return { kind: 'access', access: source.access };
+      });
   }
   if (from === undefined) {
     const files = (env.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== '');
     if (files.length === 0) tried.push('$KUBECONFIG: not set');
+    else if (files.length === 1) load(`$KUBECONFIG ${files[0]}`, file(files[0]!));
     // client-node's own merge of the $KUBECONFIG files (loadFromDefault reads $KUBECONFIG first when it is set)
-    else load(`$KUBECONFIG ${files.join(path.delimiter)}`, () => kc.loadFromDefault());
+    else
+      load(`$KUBECONFIG ${files.join(path.delimiter)}`, () => ({
+        kind: 'clientNode',
+        load: (c) => c.loadFromDefault(),
+        reason: 'several $KUBECONFIG files',
+      }));
   }
   if (from === undefined) {
-    const file = path.join(home, '.kube', 'config');
-    if (!fs.existsSync(file)) tried.push(`${file}: not found`);
-    else load(file, () => kc.loadFromFile(file));
+    const f = path.join(home, '.kube', 'config');
+    if (!fs.existsSync(f)) tried.push(`${f}: not found`);
+    else load(f, file(f));
   }
-  if (from === undefined) throw new KubeconfigError(`no kubeconfig: tried ${tried.join('; ')}`);
-  const cluster = kc.getCurrentCluster();
+  if (found === undefined || from === undefined) throw new KubeconfigError(`no kubeconfig: tried ${tried.join('; ')}`);
+  const plainHttp = (server: string, skip: boolean | undefined): void => {
+    if (server.startsWith('http://') && skip !== true) {
+      throw new KubeconfigError(
+        `${from}: server ${server} is plain http without insecure-skip-tls-verify: true (client-node refuses it)`,
+      );
+    }
+  };
+  if (found.kind === 'access') {
+    plainHttp(found.access.server, found.access.insecureSkipTlsVerify);
+    let client: KubeClient;
+    try {
+      client = new kc.KubeClient(found.access, { userAgent: 'ascend-fault-center' });
+    } catch (e) {
+      throw new KubeconfigError(`${from}: ${(e as Error).message}`);
+    }
+    const { builtInKube } = await import('../cluster/kube.js');
+    return { kube: builtInKube(client), from };
+  }
+  const [m, { clientNodeKube }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('../cluster/kube-client-node.js'),
+  ]);
+  const config = new m.KubeConfig();
+  const what = from;
+  const apply = found.load;
+  try {
+    apply(config);
+  } catch (e) {
+    throw new KubeconfigError(`${what}: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const cluster = config.getCurrentCluster();
   if (!cluster?.server) throw new KubeconfigError(`${from}: its current context names no cluster with a server`);
-  if (cluster.server.startsWith('http://') && cluster.skipTLSVerify !== true) {
-    throw new KubeconfigError(
-      `${from}: server ${cluster.server} is plain http without insecure-skip-tls-verify: true (client-node refuses it)`,
-    );
-  }
-  return { kc, from };
+  plainHttp(cluster.server, cluster.skipTLSVerify);
+  return { kube: clientNodeKube(config), from, reason: found.reason };
 }
 
 async function main(): Promise<void> {
@@ -139,34 +202,34 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const [
-    os,
-    m,
-    { createLogger },
-    prom,
-    { FaultCenter, faultCenterReadiness },
-    publicFault,
-    { startObservabilityServer },
-  ] = await Promise.all([
-    import('node:os'),
-    import('@kubernetes/client-node'),
-    import('../observability/logger.js'),
-    import('prom-client'),
-    import('../cluster/fault-center.js'),
-    import('../cluster/public-fault/index.js'),
-    import('../observability/http-server.js'),
-  ]);
+  const [os, { createLogger }, prom, { FaultCenter, faultCenterReadiness }, publicFault, { startObservabilityServer }] =
+    await Promise.all([
+      import('node:os'),
+      import('../observability/logger.js'),
+      import('prom-client'),
+      import('../cluster/fault-center.js'),
+      import('../cluster/public-fault/index.js'),
+      import('../observability/http-server.js'),
+    ]);
   // The agent's log format (src/observability/logger.ts): level names, ISO time, pid and the program's name.
   const log = createLogger({ logLevel: flags.logLevel as LogLevelName, logFile: '', name: 'ascend-fault-center' });
   run.log = log;
   if (run.signal !== undefined) log.info({ signal: run.signal }, 'stopping');
   const identity = flags.identity !== '' ? flags.identity : (process.env.HOSTNAME ?? os.hostname());
   log.info({ version: packageVersion(), config: { ...flags, identity } }, 'effective configuration');
-  let kubeConfig: k8s.KubeConfig;
+  let kube: ClusterKube;
   try {
-    const found = kubeConfigOf(m, flags, process.env, process.env.HOME ?? os.homedir());
-    kubeConfig = found.kc;
-    log.info({ from: found.from, server: kubeConfig.getCurrentCluster()?.server }, 'Kubernetes API client');
+    const found = await kubeOf(flags, process.env, process.env.HOME ?? os.homedir());
+    kube = found.kube;
+    log.info(
+      {
+        from: found.from,
+        server: kube.server,
+        client: kube.client,
+        ...(found.reason !== undefined ? { reason: found.reason } : {}),
+      },
+      'Kubernetes API client',
+    );
   } catch (e) {
     if (!(e instanceof KubeconfigError)) throw e;
     log.error({ error: e.message }, 'no usable kubeconfig');
@@ -179,7 +242,7 @@ async function main(): Promise<void> {
   // WIRING POINT of the public-fault service (issue [G] part 2): one instance, started and stopped with each
   // leadership term; its processor runs first in the chain (§0.2, §2.9).
   const publicFaults = publicFault.createPublicFaultService({
-    kubeConfig,
+    kube,
     grpcAddress: flags.grpcAddress,
     configFile: flags.publicFaultConfig !== '' ? flags.publicFaultConfig : publicFault.PACKAGED_PUBLIC_FAULT_CONFIG,
     stateNamespace: flags.leaseNamespace,
@@ -187,7 +250,7 @@ async function main(): Promise<void> {
     registry,
   });
   const center = new FaultCenter({
-    kubeConfig,
+    kube,
     identity,
     leaseName: flags.leaseName,
     leaseNamespace: flags.leaseNamespace,

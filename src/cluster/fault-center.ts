@@ -3,7 +3,7 @@
  * ConfigMaps, pods, Volcano PodGroups, the policy ConfigMap), the 1 s processing cycle, the 15 s manual-info step,
  * the published `cluster-info-device-<m>` ConfigMaps, and the persisted state ConfigMap. Only the leader does work.
  */
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
@@ -20,6 +20,7 @@ import {
   escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
+import type { ClusterKube } from './kube.js';
 import { RawInformer } from './raw-informer.js';
 import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
 import type { ManualCmAction, ManualCmRead } from './manual-separation.js';
@@ -81,7 +82,8 @@ export const DEFAULT_TIMINGS: FaultCenterTimings = {
 
 /** Options of {@link FaultCenter}. */
 export interface FaultCenterOptions {
-  readonly kubeConfig: k8s.KubeConfig;
+  /** the API server (`builtInKube`, or `clientNodeKube` for the kubeconfigs only client-node serves) */
+  readonly kube: ClusterKube;
   readonly identity: string;
   readonly leaseName: string;
   readonly leaseNamespace: string;
@@ -196,7 +198,7 @@ export class FaultCenter {
   readonly metrics: FaultCenterMetrics;
   readonly #o: FaultCenterOptions;
   readonly #t: FaultCenterTimings;
-  readonly #core: k8s.CoreV1Api;
+  readonly #core: ClusterKube['core'];
   readonly #elector: LeaseElector;
   readonly #log: Logger;
   #term: Term | undefined;
@@ -207,9 +209,9 @@ export class FaultCenter {
     this.#t = { ...DEFAULT_TIMINGS, ...options.timings };
     this.#log = options.logger;
     this.metrics = new FaultCenterMetrics(options.registry);
-    this.#core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.#core = options.kube.core;
     this.#elector = new LeaseElector({
-      api: options.kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+      api: options.kube.leases,
       name: options.leaseName,
       namespace: options.leaseNamespace,
       identity: options.identity,
@@ -288,11 +290,8 @@ export class FaultCenter {
         },
       },
     });
-    const health = new k8s.Health(o.kubeConfig);
-    const recovery = new ApiRecovery({
-      probe: () => health.readyz({ signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).catch(() => false),
-    });
-    const raw = new RawConfigMapWriter(o.kubeConfig);
+    const recovery = new ApiRecovery({ probe: () => o.kube.probe(PROBE_TIMEOUT_MS) });
+    const raw = new RawConfigMapWriter(o.kube.transport);
     const stateIo = apiStateIo(
       this.#core,
       o.leaseNamespace,
@@ -578,7 +577,7 @@ export class FaultCenter {
           what,
           path,
           ...selectors,
-          kubeConfig: this.#o.kubeConfig,
+          watch: this.#o.kube.watch,
           getJson: (p) => term.raw.getJson(p),
           logger: this.#log,
           recovery: term.recovery,

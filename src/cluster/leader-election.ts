@@ -4,6 +4,7 @@
  * has not renewed for `leaseDurationSeconds`.
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { LeaseApi } from '../kube/kube-client.js';
 
 /** The Lease fields the decision reads. */
 export interface LeaseView {
@@ -26,7 +27,7 @@ export function decideLease(lease: LeaseView | undefined, identity: string, nowM
 
 /** Options of {@link LeaseElector}. */
 export interface LeaseElectorOptions {
-  readonly api: Pick<k8s.CoordinationV1Api, 'readNamespacedLease' | 'createNamespacedLease' | 'replaceNamespacedLease'>;
+  readonly api: LeaseApi;
   readonly name: string;
   readonly namespace: string;
   readonly identity: string;

@@ -9,7 +9,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type * as k8s from '@kubernetes/client-node';
+import type { RawTransport } from './kube.js';
 import type { ConfigMapBody } from '../kube/configmap-writer.js';
 import type { ObjectWriter } from '../kube/write-queue.js';
 
@@ -100,7 +100,7 @@ const MAX_ERROR_BODY = 64 * 1024;
 
 /** Writes prepared ConfigMaps (update = PUT, create = POST). */
 export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
-  readonly #kc: k8s.KubeConfig;
+  readonly #kc: RawTransport;
   readonly #timeoutMs: number;
   #agent: http.Agent | undefined;
   /**
@@ -109,7 +109,7 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
    */
   #readAgent: http.Agent | undefined;
 
-  constructor(kubeConfig: k8s.KubeConfig, timeoutMs = 30_000) {
+  constructor(kubeConfig: RawTransport, timeoutMs = 30_000) {
     this.#kc = kubeConfig;
     this.#timeoutMs = timeoutMs;
   }

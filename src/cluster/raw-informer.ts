@@ -26,8 +26,9 @@ export interface RawInformerOptions {
   readonly path: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
-  readonly kubeConfig: k8s.KubeConfig;
-  /** the watch (default: client-node's, from `kubeConfig`) */
+  /** a client-node kubeconfig to watch through (when `watch` is not given) */
+  readonly kubeConfig?: k8s.KubeConfig;
+  /** the watch (`KubeClient.watch`); one of `watch` and `kubeConfig` is needed */
   readonly watch?: WatchFn;
   /** `GET` of a path, answered with the parsed JSON */
   readonly getJson: (path: string) => Promise<unknown>;
@@ -54,6 +55,12 @@ export function listPath(path: string, labelSelector?: string, fieldSelector?: s
   return qs === '' ? path : `${path}?${qs}`;
 }
 
+function watchOf(o: RawInformerOptions): WatchFn | k8s.KubeConfig {
+  const w = o.watch ?? o.kubeConfig;
+  if (w === undefined) throw new Error(`${o.what}: no watch and no kubeconfig`);
+  return w;
+}
+
 /** One input. */
 export class RawInformer<T extends k8s.KubernetesObject> {
   readonly #lw: ListWatch<T>;
@@ -67,7 +74,7 @@ export class RawInformer<T extends k8s.KubernetesObject> {
       path: o.path,
       ...(o.labelSelector !== undefined ? { labelSelector: o.labelSelector } : {}),
       ...(o.fieldSelector !== undefined ? { fieldSelector: o.fieldSelector } : {}),
-      watch: o.watch ?? o.kubeConfig,
+      watch: watchOf(o),
       maxItems: o.maxItems ?? 1_000_000,
       logger: o.logger,
       ...(o.recovery !== undefined ? { backoff: { recovery: o.recovery } } : {}),

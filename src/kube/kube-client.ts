@@ -1,9 +1,10 @@
 /**
- * The agent's own Kubernetes client: the ten CoreV1 calls and the watch the node agent makes, over `node:http(s)`.
+ * The agent's own Kubernetes client: the ten CoreV1 calls and the watch the node agent makes, over `node:http(s)`,
+ * and the fault center's further calls (Leases, ConfigMap delete and patches; issue [O], its start-up).
  *
  * Why not client-node: its index loads every generated model and API and its auth extras (openid-client, ws, tar,
- * ...), ≈ 60 MiB of RSS of the agent's ≈ 105 MiB at idle, and its `KubeConfig` pulls the whole index too. The fault
- * center and the tests keep client-node; the kube layer takes either (its options are `Pick<k8s.CoreV1Api, …>` and
+ * ...), ≈ 60 MiB of RSS of the agent's ≈ 105 MiB at idle, and its `KubeConfig` pulls the whole index too (≈ 0.4–0.9 s
+ * of module loading on the 2-core machine). The tests keep client-node; the kube layer takes either (its options are `Pick<k8s.CoreV1Api, …>` and
  * a {@link WatchFn}), so {@link KubeClient} is a drop-in for the calls it has.
  *
  * Differences from a client-node `CoreV1Api`, on purpose: answers are the API server's JSON as is (timestamps stay
@@ -217,6 +218,15 @@ export type AgentCoreApi = Pick<
 >;
 
 type Param<K extends keyof AgentCoreApi> = Parameters<AgentCoreApi[K]>[0];
+type Param2<K extends keyof k8s.CoreV1Api> = Parameters<k8s.CoreV1Api[K]>[0];
+type Answer2<K extends keyof k8s.CoreV1Api> = Awaited<ReturnType<k8s.CoreV1Api[K]>>;
+/** The Lease calls of the fault center's leader election (issue [O]). */
+export type LeaseApi = Pick<
+  k8s.CoordinationV1Api,
+  'readNamespacedLease' | 'createNamespacedLease' | 'replaceNamespacedLease'
+>;
+type LeaseParam<K extends keyof LeaseApi> = Parameters<LeaseApi[K]>[0];
+type LeaseAnswer<K extends keyof LeaseApi> = Awaited<ReturnType<LeaseApi[K]>>;
 type Answer<K extends keyof AgentCoreApi> = Awaited<ReturnType<AgentCoreApi[K]>>;
 /** client-node's per-call options; only a middleware setting `Content-Type` (a patch strategy) is honoured. */
 type CallOptions = Parameters<k8s.CoreV1Api['patchNode']>[1];
@@ -366,6 +376,61 @@ export class KubeClient implements AgentCoreApi {
 
   listPodForAllNamespaces(p: Param<'listPodForAllNamespaces'> = {}): Promise<Answer<'listPodForAllNamespaces'>> {
     return this.#call('GET', () => '/api/v1/pods', p);
+  }
+
+  // The fault center's further calls (issue [O], its start-up without client-node): same bounds and errors.
+
+  deleteNamespacedConfigMap(p: Param2<'deleteNamespacedConfigMap'>): Promise<Answer2<'deleteNamespacedConfigMap'>> {
+    return this.#call('DELETE', () => `${ns(p.namespace)}/configmaps/${seg(p.name)}`, p, p.body);
+  }
+
+  patchNamespacedConfigMap(
+    p: Param2<'patchNamespacedConfigMap'>,
+    options?: CallOptions,
+  ): Promise<Answer2<'patchNamespacedConfigMap'>> {
+    const path = (): string => `${ns(p.namespace)}/configmaps/${seg(p.name)}`;
+    return this.#call('PATCH', path, p, p.body, patchContentType(options));
+  }
+
+  /** A JSON merge patch of a ConfigMap (`application/merge-patch+json`), without a client-node options object. */
+  mergePatchNamespacedConfigMap(p: Param2<'patchNamespacedConfigMap'>): Promise<Answer2<'patchNamespacedConfigMap'>> {
+    const path = (): string => `${ns(p.namespace)}/configmaps/${seg(p.name)}`;
+    return this.#call('PATCH', path, p, p.body, 'application/merge-patch+json');
+  }
+
+  readNamespacedLease(p: LeaseParam<'readNamespacedLease'>): Promise<LeaseAnswer<'readNamespacedLease'>> {
+    return this.#call('GET', () => `${leases(p.namespace)}/${seg(p.name)}`, p);
+  }
+
+  createNamespacedLease(p: LeaseParam<'createNamespacedLease'>): Promise<LeaseAnswer<'createNamespacedLease'>> {
+    return this.#call('POST', () => leases(p.namespace), p, p.body);
+  }
+
+  replaceNamespacedLease(p: LeaseParam<'replaceNamespacedLease'>): Promise<LeaseAnswer<'replaceNamespacedLease'>> {
+    return this.#call('PUT', () => `${leases(p.namespace)}/${seg(p.name)}`, p, p.body);
+  }
+
+  /** The base URL of the API server (as configured, without a trailing slash). */
+  get server(): string {
+    return this.#access.server;
+  }
+
+  /**
+   * client-node's `KubeConfig.applyToHTTPSOptions` for this access: TLS material and the `Authorization` header,
+   * for callers that send their own requests (the fault center's raw ConfigMap writer).
+   */
+  async applyToHTTPSOptions(opts: https.RequestOptions): Promise<void> {
+    const a = this.#access;
+    if (a.ca) opts.ca = a.ca;
+    if (a.cert) opts.cert = a.cert;
+    if (a.key) opts.key = a.key;
+    if (a.insecureSkipTlsVerify === true) opts.rejectUnauthorized = false;
+    if (a.tlsServerName !== undefined) opts.servername = a.tlsServerName;
+    const h = this.#headers();
+    if (h.authorization !== undefined) {
+      opts.headers = { ...(opts.headers as http.OutgoingHttpHeaders | undefined), authorization: h.authorization };
+    }
+    return Promise.resolve();
   }
 
   #url(p: string, query: Record<string, unknown>): URL {
@@ -569,6 +634,11 @@ function queryValue(v: unknown): string {
 function ns(namespace: string): string {
   if (!namespace) throw new Error('namespace is required');
   return `/api/v1/namespaces/${seg(namespace)}`;
+}
+
+function leases(namespace: string): string {
+  if (!namespace) throw new Error('namespace is required');
+  return `/apis/coordination.k8s.io/v1/namespaces/${seg(namespace)}/leases`;
 }
 
 function seg(name: string): string {

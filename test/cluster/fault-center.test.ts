@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FaultCenter, type FaultCenterOptions, type FaultCenterTimings } from '../../src/cluster/fault-center.js';
 import { CONFIGMAPS, KubeApiStandIn, VOLCANO_PODGROUPS, PODS, CORE_EVENTS, LEASES } from '../../src/sim/kube-api.js';
-import { deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
+import { centerKube, deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
 
 let api: KubeApiStandIn;
 let offset = 0;
@@ -44,7 +44,7 @@ function center(
 ): FaultCenter {
   const c = new FaultCenter({
     ...(opts.backoff ? { backoff: opts.backoff } : {}),
-    kubeConfig: api.kubeConfig(),
+    kube: centerKube(api),
     identity,
     leaseName: 'ascend-fault-center',
     leaseNamespace: 'cluster-system',

@@ -1,6 +1,8 @@
 /**
  * Builders shared by the fault-center tests: device-info ConfigMaps with a valid CheckCode, fault objects, pods.
  */
+import { builtInKube, type ClusterKube } from '../../src/cluster/kube.js';
+import { KubeClient } from '../../src/kube/kube-client.js';
 import { checkCodeOf } from '../../src/kube/device-info.js';
 import type { FaultObject } from '../../src/cluster/device-view.js';
 
@@ -147,4 +149,12 @@ export function readClusterInfo(values: readonly string[]): {
     }
   }
   return { nodes, warnings, extraKeys, duplicates };
+}
+
+/**
+ * The fault center's API access to a stand-in as the program builds it from a kubeconfig (issue [O]: the kube
+ * layer's own client, no client-node).
+ */
+export function centerKube(api: { readonly url: string }, token = 'stand-in-token'): ClusterKube {
+  return builtInKube(new KubeClient({ server: api.url, token, insecureSkipTlsVerify: true }));
 }

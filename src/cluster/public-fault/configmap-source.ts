@@ -5,7 +5,8 @@
  * is decoded.
  */
 import type { Logger } from '../../core/logger.js';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
+import type { ClusterKube } from '../kube.js';
 import type { CollectResult } from './collector.js';
 import { RawConfigMapWriter } from '../raw-configmap-writer.js';
 import { RawInformer } from '../raw-informer.js';
@@ -21,7 +22,7 @@ export const MAX_PUBLIC_FAULT_VALUE_BYTES = 1024 * 1024;
 
 /** Options of the source. */
 export interface PublicFaultConfigMapSourceOptions {
-  kubeConfig: k8s.KubeConfig;
+  kube: ClusterKube;
   collect(msg: PublicFaultMessage, source: 'configmap', origin: string): CollectResult;
   logger: Logger;
   metrics: PublicFaultMetrics;
@@ -101,13 +102,13 @@ export class PublicFaultConfigMapSource {
    * client-node's models and cache.
    */
   async start(after: Promise<unknown> = Promise.resolve()): Promise<void> {
-    const raw = (this.#raw = new RawConfigMapWriter(this.#o.kubeConfig));
+    const raw = (this.#raw = new RawConfigMapWriter(this.#o.kube.transport));
     this.#informer = new RawInformer<k8s.V1ConfigMap>(
       {
         what: 'public fault ConfigMaps',
         path: '/api/v1/configmaps',
         labelSelector: PUBLIC_FAULT_SELECTOR,
-        kubeConfig: this.#o.kubeConfig,
+        watch: this.#o.kube.watch,
         getJson: async (p) => (await Promise.all([raw.getJson(p), after]))[0],
         logger: this.#o.logger,
       },

@@ -4,7 +4,7 @@
  * timer, and the processor the center runs first in its chain (§2.9).
  */
 import type { Logger } from '../../core/logger.js';
-import type * as k8s from '@kubernetes/client-node';
+import type { ClusterKube } from '../kube.js';
 import type { Registry } from 'prom-client';
 import type { DeviceViewProcessor } from '../device-view.js';
 import { PublicFaultCache } from './cache.js';
@@ -22,7 +22,7 @@ export { PublicFaultConfigError, type PublicFaultConfig } from './config.js';
 
 /** Options of {@link createPublicFaultService}. */
 export interface PublicFaultServiceOptions {
-  kubeConfig: k8s.KubeConfig;
+  kube: ClusterKube;
   /** `:8899`, `host:port` or `unix:///path` */
   grpcAddress: string;
   /** the level/sender file (`-publicFaultConfig`) */
@@ -61,7 +61,7 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
   const cache = new PublicFaultCache(options.cap !== undefined ? { cap: options.cap } : {});
   const metrics = createPublicFaultMetrics(options.registry, () => cache.size);
   const listeners = new Set<() => void>();
-  const nodes = new NodeSerialWatcher(options.kubeConfig, logger);
+  const nodes = new NodeSerialWatcher(options.kube, logger);
   const collector = new PublicFaultCollector({
     cache,
     now,
@@ -76,7 +76,7 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
     ...(options.configRetryDelayMs !== undefined ? { retryDelayMs: options.configRetryDelayMs } : {}),
   });
   const statistics = new StatisticsWriter({
-    kubeConfig: options.kubeConfig,
+    kube: options.kube,
     namespace: options.stateNamespace,
     cache,
     logger,
@@ -127,7 +127,7 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
   };
 
   const configMaps = new PublicFaultConfigMapSource({
-    kubeConfig: options.kubeConfig,
+    kube: options.kube,
     collect,
     logger,
     metrics,

@@ -4,8 +4,9 @@
  * (upstream enters them under SN "", see docs/public-faults.md).
  */
 import type { Logger } from '../../core/logger.js';
-import * as k8s from '@kubernetes/client-node';
-import { startInformer, type RunningInformer } from './informer.js';
+import type * as k8s from '@kubernetes/client-node';
+import type { ClusterKube } from '../kube.js';
+import { RawInformer } from '../raw-informer.js';
 
 export const SERIAL_ANNOTATION = 'product-serial-number';
 
@@ -39,33 +40,41 @@ export class NodeSerials {
   }
 }
 
-/** Watches Nodes into a {@link NodeSerials}. */
+/**
+ * Watches Nodes into a {@link NodeSerials}: the list through the access's `listNode` (plain JSON with the built-in
+ * client), the watch through the kube layer's `ListWatch` (re-list on 410 or a failure, with backoff), as the
+ * center's other inputs (issue [O]: no client-node on the start-up path).
+ */
 export class NodeSerialWatcher {
   readonly serials = new NodeSerials();
-  readonly #kc: k8s.KubeConfig;
+  readonly #kube: ClusterKube;
   readonly #logger: Logger;
-  #informer: RunningInformer | undefined;
+  #informer: RawInformer<k8s.V1Node> | undefined;
 
-  constructor(kubeConfig: k8s.KubeConfig, logger: Logger) {
-    this.#kc = kubeConfig;
+  constructor(kube: ClusterKube, logger: Logger) {
+    this.#kube = kube;
     this.#logger = logger;
   }
 
   async start(): Promise<void> {
-    const core = this.#kc.makeApiClient(k8s.CoreV1Api);
     const put = (n: k8s.V1Node): void =>
       this.serials.set(n.metadata?.name ?? '', n.metadata?.annotations?.[SERIAL_ANNOTATION]);
-    this.#informer = await startInformer<k8s.V1Node>(
-      this.#kc,
-      '/api/v1/nodes',
-      () => core.listNode(),
+    const informer = (this.#informer = new RawInformer<k8s.V1Node>(
+      {
+        what: 'nodes',
+        path: '/api/v1/nodes',
+        watch: this.#kube.watch,
+        getJson: () => this.#kube.core.listNode(),
+        logger: this.#logger,
+      },
       { add: put, update: put, delete: (n) => this.serials.remove(n.metadata?.name ?? '') },
-      this.#logger,
-    );
+    ));
+    await informer.start();
   }
 
-  async stop(): Promise<void> {
-    await this.#informer?.stop();
+  stop(): Promise<void> {
+    this.#informer?.stop();
     this.#informer = undefined;
+    return Promise.resolve();
   }
 }

@@ -5,7 +5,8 @@
  * ignored — the center starts empty and keeps serving.
  */
 import type { Logger } from '../../core/logger.js';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
+import type { ClusterKube } from '../kube.js';
 import type { PublicFaultCache } from './cache.js';
 import type { PublicFaultMetrics } from './metrics.js';
 import {
@@ -21,7 +22,7 @@ import {
 
 /** Options of the writer. */
 export interface StatisticsWriterOptions {
-  kubeConfig: k8s.KubeConfig;
+  kube: ClusterKube;
   namespace: string;
   cache: PublicFaultCache;
   logger: Logger;
@@ -40,14 +41,14 @@ function httpStatus(e: unknown): number | undefined {
 /** The writer of one namespace's `statistic-fault-info`. */
 export class StatisticsWriter {
   readonly #o: StatisticsWriterOptions;
-  readonly #core: k8s.CoreV1Api;
+  readonly #core: ClusterKube['core'];
   #dirty = false;
   #running: Promise<void> | undefined;
   #stopped = false;
 
   constructor(options: StatisticsWriterOptions) {
     this.#o = options;
-    this.#core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.#core = options.kube.core;
   }
 
   /** The cache changed: write soon (coalesced). */
@@ -84,10 +85,7 @@ export class StatisticsWriter {
     const content = statisticsContent(this.#o.cache);
     if (content.kind === 'patch') {
       try {
-        await this.#core.patchNamespacedConfigMap(
-          { name: STATISTICS_NAME, namespace, body: { data: content.data } },
-          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-        );
+        await this.#o.kube.mergePatchConfigMap({ name: STATISTICS_NAME, namespace, body: { data: content.data } });
         metrics.persistence('patch', 'ok');
         return true;
       } catch (e) {

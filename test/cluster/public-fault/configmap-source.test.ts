@@ -3,6 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import { PublicFaultConfigMapSource } from '../../../src/cluster/public-fault/configmap-source.js';
 import { noopPublicFaultMetrics, type PublicFaultMetrics } from '../../../src/cluster/public-fault/metrics.js';
 import type { PublicFaultMessage } from '../../../src/cluster/public-fault/types.js';
+import { centerKube } from '../helpers.js';
 import { KubeApiStandIn } from '../../../src/sim/kube-api.js';
 import { until } from './helpers.js';
 import { message, recordingLogger } from './fixtures.js';
@@ -34,7 +35,7 @@ const msg = (id: string): string => JSON.stringify(message({ id }));
 async function startSource(maxValueBytes?: number): Promise<void> {
   const metrics: PublicFaultMetrics = { ...noopPublicFaultMetrics, rejection: (_s, r) => void reasons.push(r) };
   source = new PublicFaultConfigMapSource({
-    kubeConfig: api.kubeConfig(),
+    kube: centerKube(api),
     collect: (m: PublicFaultMessage, _s, origin) => {
       got.push({ id: m.id, origin });
       return { code: 0, info: '' };

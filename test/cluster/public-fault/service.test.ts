@@ -8,6 +8,7 @@ import { loadPubFaultProto } from '../../../src/cluster/public-fault/proto.js';
 import type { PubFaultClient } from '../../../src/generated/pubfault/PubFault.js';
 import type { PublicFaultRequest } from '../../../src/generated/pubfault/PublicFaultRequest.js';
 import type { RespStatus__Output } from '../../../src/generated/pubfault/RespStatus.js';
+import { centerKube } from '../helpers.js';
 import { KubeApiStandIn } from '../../../src/sim/kube-api.js';
 import { until } from './helpers.js';
 import { recordingLogger, SHIPPED_CONFIG_FILE, T0_MS } from './fixtures.js';
@@ -56,7 +57,7 @@ function request(over: Partial<PublicFaultRequest> = {}): PublicFaultRequest {
 async function start(): Promise<void> {
   registry = new Registry();
   service = createPublicFaultService({
-    kubeConfig: api.kubeConfig(),
+    kube: centerKube(api),
     grpcAddress: '127.0.0.1:0',
     configFile: SHIPPED_CONFIG_FILE,
     stateNamespace: 'cluster-system',

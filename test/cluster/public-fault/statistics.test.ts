@@ -9,6 +9,7 @@ import {
   TOO_MANY_DESCRIPTION,
 } from '../../../src/cluster/public-fault/statistics.js';
 import { StatisticsWriter } from '../../../src/cluster/public-fault/statistics-writer.js';
+import { centerKube } from '../helpers.js';
 import { KubeApiStandIn } from '../../../src/sim/kube-api.js';
 import { recordingLogger, T0_MS } from './fixtures.js';
 
@@ -140,7 +141,7 @@ describe('§2.10 persistence through the API server', () => {
 
   function writer(cache: PublicFaultCache): StatisticsWriter {
     return new StatisticsWriter({
-      kubeConfig: api.kubeConfig(),
+      kube: centerKube(api),
       namespace: 'cluster-system',
       cache,
       logger,
