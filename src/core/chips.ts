@@ -52,7 +52,10 @@ export function subscribesToFaults(kind: ChipKind): boolean {
   return runModeOf(kind) === 'Ascend910';
 }
 
-/** B.5/D.5: RoCE parameter plane (hccn link status). A5's UBoE plane is not supported yet. */
+/**
+ * B.5/D.5: RoCE parameter plane (hccn link status). A5's UBoE plane is handled apart, on UBoE main boards only
+ * (src/health/a5-planes.ts).
+ */
 export function hasParameterPlane(kind: ChipKind): boolean {
   return kind === 'Ascend910' || kind === 'Ascend910B' || kind === 'Ascend910A3';
 }
