@@ -258,6 +258,39 @@ export class AgentSandbox {
     }
   }
 
+  /**
+   * Spec I.3 as kubelet drives it: creates the pending pod `default/<name>` on the node asking `ids.length` of
+   * `resource`, has the kubelet simulator allocate `ids` to it, and waits until the agent has annotated it
+   * (`huawei.com/AscendReal` present); returns the pod's annotations.
+   */
+  async allocatedPodAnnotations(
+    resource: string,
+    ids: string[],
+    name = 'train-0',
+    timeoutMs = 10_000,
+  ): Promise<Record<string, string>> {
+    await this.core().createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name, namespace: 'default' },
+        spec: {
+          nodeName: NODE_NAME,
+          containers: [{ name: 'c0', image: 'x', resources: { limits: { [resource]: String(ids.length) } } }],
+        },
+      },
+    });
+    await this.kubelet.allocate(resource, [ids], { namespace: 'default', name });
+    return this.untilAsync(
+      async () => {
+        const pod = await this.core().readNamespacedPod({ namespace: 'default', name });
+        const a = pod.metadata?.annotations ?? {};
+        return a['huawei.com/AscendReal'] !== undefined ? a : undefined;
+      },
+      `the annotations of pod default/${name}`,
+      timeoutMs,
+    );
+  }
+
   /** The agent's /metrics text (the port is read from its "metrics and probes listening" log line). */
   async metrics(): Promise<string> {
     const line = this.agent?.logs().find((l) => l.msg === 'metrics and probes listening');

@@ -177,22 +177,7 @@ describe('spec G.2, G.3 A5 manual separation with npu names', () => {
 describe('spec I.3 the A5 pod annotations', () => {
   test('I.3 a pod allocated npu-2 gets AscendReal npu-2 and the npu rank table with rack_id and an empty device_ip', async () => {
     const s = await startA5();
-    await s.core().createNamespacedPod({
-      namespace: 'default',
-      body: {
-        metadata: { name: 'train-0', namespace: 'default' },
-        spec: {
-          nodeName: NODE_NAME,
-          containers: [{ name: 'c0', image: 'x', resources: { limits: { [NPU]: '1' } } }],
-        },
-      },
-    });
-    await s.kubelet.allocate(NPU, [['npu-2']], { namespace: 'default', name: 'train-0' });
-    const annotations = await s.untilAsync(async () => {
-      const pod = await s.core().readNamespacedPod({ namespace: 'default', name: 'train-0' });
-      const a = pod.metadata?.annotations ?? {};
-      return a[ANNOTATION_ASCEND_REAL] !== undefined ? a : undefined;
-    }, 'the pod annotations');
+    const annotations = await s.allocatedPodAnnotations(NPU, ['npu-2']);
     expect(annotations[ANNOTATION_ASCEND_REAL]).toBe('npu-2');
     expect(annotations[ANNOTATION_RANK_TABLE_910]).toBeUndefined();
     const rank = JSON.parse(annotations[ANNOTATION_RANK_TABLE_NPU]!) as Record<string, unknown>;

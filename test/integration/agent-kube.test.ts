@@ -37,22 +37,7 @@ describe('spec I.3 pod annotations', () => {
     sb = await AgentSandbox.create();
     await sb.start();
     const s = sb;
-    await s.core().createNamespacedPod({
-      namespace: 'default',
-      body: {
-        metadata: { name: 'train-0', namespace: 'default' },
-        spec: {
-          nodeName: NODE_NAME,
-          containers: [{ name: 'c0', image: 'x', resources: { limits: { [RESOURCE]: '1' } } }],
-        },
-      },
-    });
-    await s.kubelet.allocate(RESOURCE, [['Ascend910-2']], { namespace: 'default', name: 'train-0' });
-    const annotations = await s.untilAsync(async () => {
-      const pod = await s.core().readNamespacedPod({ namespace: 'default', name: 'train-0' });
-      const a = pod.metadata?.annotations ?? {};
-      return a[ANNOTATION_ASCEND_REAL] !== undefined ? a : undefined;
-    }, 'the pod annotations');
+    const annotations = await s.allocatedPodAnnotations(RESOURCE, ['Ascend910-2']);
     expect(annotations[ANNOTATION_ASCEND_REAL]).toBe('Ascend910-2');
     expect(annotations[ANNOTATION_KLT_DEV]).toBe('Ascend910-2');
     const rank = JSON.parse(annotations[ANNOTATION_RANK_TABLE_910]!) as {

@@ -4,32 +4,14 @@
  * Allocate answers with `HCCL_TOPO_FILE_PATH`, a SeparateNPU fault on npu-3 makes it Unhealthy, then it recovers;
  * FaultFrequency separates npu-5 and the operator's edit of `ManuallySeparateNPU` (`npu-5`) releases it.
  */
-import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-
-function simulate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'), 'simulate', ...args],
-      { timeout: 60_000, env: { PATH: process.env.PATH }, maxBuffer: 4 * 1024 * 1024 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** The lines printed by the step whose title starts with `t=<t> s <op>`. */
-function stepAt(out: string, t: string, op: string): string {
-  const i = out.indexOf(`\nt=${t} s ${op}`);
-  if (i < 0) return `(no ${op} step at t=${t})`;
-  return out.slice(i + 1).split(/\n(?=t=|\nsummary)/)[0]!;
-}
+import { simulate, stepAt, type SimulateRun } from '../helpers/simulate-cli.js';
 
 describe('issue [N] item 3: the A5 demo', () => {
   // one run of the timeline (24 s) serves both tests
-  let played: Promise<{ code: number; stdout: string; stderr: string }>;
+  let played: Promise<SimulateRun>;
   beforeAll(() => {
     played = simulate([
       '--scenario',

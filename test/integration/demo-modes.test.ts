@@ -4,45 +4,15 @@
  * `scenarios/timelines/310p-*.jsonl`: what kubelet sees (the IDs per resource), a fault on a shared or named chip
  * making every ID of that chip Unhealthy, its recovery; soft share and dynamic vNPU also create a pod and Allocate.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function simulate(args: string[], timeout = 60_000): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'), 'simulate', ...args],
-      { timeout, env: { PATH: process.env.PATH }, maxBuffer: 4 * 1024 * 1024 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+import { devicesAt, simulate, stepAt } from '../helpers/simulate-cli.js';
 
 const scenario = (name: string): string => path.join(PROJECT_ROOT, 'scenarios', name);
 const timeline = (name: string): string => path.join(PROJECT_ROOT, 'scenarios', 'timelines', name);
-
-/** The `devices` line of `resource` printed by the step whose title starts with `t=<t> s devices`. */
-function devicesAt(out: string, t: string, resource: string): string {
-  const block = out.split(`\nt=${t} s devices\n`)[1]?.split('\nt=')[0] ?? '';
-  return block.split('\n').find((l) => l.trimStart().startsWith(`${resource}:`)) ?? `(no ${resource} line at t=${t})`;
-}
-
-/** The lines printed by the step whose title starts with `t=<t> s <op>`. */
-function stepAt(out: string, t: string, op: string): string {
-  const i = out.indexOf(`\nt=${t} s ${op}`);
-  if (i < 0) return `(no ${op} step at t=${t})`;
-  return out.slice(i + 1).split(/\n(?=t=|\nsummary)/)[0]!;
-}
 
 describe('issue 17 item 6: simulate --agentFlag', () => {
   test('simulate --help lists --agentFlag', async () => {

@@ -4,43 +4,19 @@
  * `scenarios/timelines/910a3-switch.jsonl`: a SubHealth switch fault and its recovery, then 16 L2-facing port faults
  * on one switch chip forcing Separate (spec L.9), then one port back.
  */
-import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { switchLine } from '../../src/sim/simulate.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function simulate(args: string[], timeout = 90_000): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(PROJECT_ROOT, 'dist', 'cli', 'agent.js'), 'simulate', ...args],
-      { timeout, env: { PATH: process.env.PATH }, maxBuffer: 4 * 1024 * 1024 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** The lines printed by the step whose title starts with `t=<t> s <op>`. */
-function stepAt(out: string, t: string, op: string): string {
-  const i = out.indexOf(`\nt=${t} s ${op}`);
-  if (i < 0) return `(no ${op} step at t=${t})`;
-  return out.slice(i + 1).split(/\n(?=t=|\nsummary)/)[0]!;
-}
+import { simulate, stepAt, type SimulateRun } from '../helpers/simulate-cli.js';
 
 /** The `switch` line of a step's block, or a note that it has none. */
 const switchOf = (block: string): string =>
   block.split('\n').find((l) => l.trimStart().startsWith('switch ')) ?? '(no switch line)';
 
 describe('issue 18 item 6: the 910A3 switch timeline', () => {
-  let run: Run | undefined;
-  const played = async (): Promise<Run> => {
+  let run: SimulateRun | undefined;
+  const played = async (): Promise<SimulateRun> => {
     run ??= await simulate([
       '--scenario',
       path.join(PROJECT_ROOT, 'scenarios', '910a3-switch.json'),

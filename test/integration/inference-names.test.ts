@@ -117,25 +117,7 @@ describe('issue 17 item 5: spec L.6 public names, agent as a child process', () 
     expect(Object.keys(JSON.parse(base) as object).sort()).toEqual(
       [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `accel-${i}`).sort(),
     );
-    await s.core().createNamespacedPod({
-      namespace: 'default',
-      body: {
-        metadata: { name: 'train-0', namespace: 'default' },
-        spec: {
-          nodeName: NODE_NAME,
-          containers: [{ name: 'c0', image: 'x', resources: { limits: { [PUBLIC]: '2' } } }],
-        },
-      },
-    });
-    await s.kubelet.allocate(PUBLIC, [['accel-3', 'accel-1']], { namespace: 'default', name: 'train-0' });
-    const ann = await s.untilAsync(
-      async () => {
-        const p = await s.core().readNamespacedPod({ namespace: 'default', name: 'train-0' });
-        return p.metadata?.annotations?.['huawei.com/AscendReal'] ? p.metadata.annotations : undefined;
-      },
-      'the pod annotations',
-      20_000,
-    );
+    const ann = await s.allocatedPodAnnotations(PUBLIC, ['accel-3', 'accel-1'], 'train-0', 20_000);
     expect(ann['huawei.com/AscendReal']).toBe('accel-1,accel-3');
     expect(ann['huawei.com/kltDev']).toBe('accel-1,accel-3');
     const rank = JSON.parse(ann[RANK_KEY]!) as { devices: { device_id: string }[] };
