@@ -18,14 +18,10 @@ import type { NodeStateStore } from '../state/store.js';
 import type * as k8s from '@kubernetes/client-node';
 import { MERGE_PATCH } from '../kube/merge-patch.js';
 import { isActivePod, type CachedPod } from '../kube/pod-cache-watcher.js';
-import { DynamicVnpu } from '../kubelet/vnpu-allocate.js';
+import { DynamicVnpu, type VnpuDriver } from '../kubelet/vnpu-allocate.js';
+import type { Dcmi } from '../dcmi/dcmi.js';
 import { NPU_CORE_TYPE } from '../kubelet/vnpu-core.js';
-import {
-  checkDynamicVnpu,
-  CoreDeviceSource,
-  dcmiVnpuDriver,
-  DynamicVnpuUnsupportedError,
-} from '../kubelet/vnpu-setup.js';
+import { checkDynamicVnpu, CoreDeviceSource, DynamicVnpuUnsupportedError } from '../kubelet/vnpu-setup.js';
 import type { AgentContext } from './context.js';
 import { AgentStartError, EXIT, StartAborted } from './errors.js';
 import { hcclTopoFilePath, HCCL_TOPO_FILE_PATH } from '../kubelet/hccl-topo.js';
@@ -280,4 +276,13 @@ export function withTopoFile(
   log.info({ [HCCL_TOPO_FILE_PATH]: topo.path }, 'A5 topology file for Allocate (spec L.8)');
   const fixed = { [HCCL_TOPO_FILE_PATH]: topo.path };
   return envs ? () => ({ ...fixed, ...envs() }) : () => fixed;
+}
+
+/** The DCMI calls of dynamic vNPU over the binding; destroy is one attempt (the allocator retries, §4.6). */
+function dcmiVnpuDriver(dcmi: Dcmi): VnpuDriver {
+  return {
+    list: (c) => dcmi.getVirtualDevices(c.cardId, c.deviceId).vdevs,
+    create: (c, template) => dcmi.createVirtualDevice(c.cardId, c.deviceId, template),
+    destroy: (c, vdevId) => dcmi.destroyVirtualDevice(c.cardId, c.deviceId, vdevId),
+  };
 }

@@ -24,21 +24,9 @@ import {
   type QueueClock,
 } from './write-queue.js';
 
-/** One Event to create. */
-export interface AgentEvent {
-  readonly type: 'Normal' | 'Warning';
-  /** `Occur`, `Recovery`, `Notice`, `EventReleaseUpgradeFault`, or one of ours (see docs/kube.md). */
-  readonly reason: string;
-  /** Defaults to `reason`. */
-  readonly action?: string;
-  readonly message: string;
-  /** Object name after `<HOSTNAME>.`; default `<ms>`. Fault events use `<ms><logicId>` (K.1). */
-  readonly nameSuffix?: string;
-  /** Short description used in the drop summary, e.g. `Occur Ascend910-3 80E18402`. */
-  readonly brief?: string;
-  /** The pod the Event is about (e.g. one whose Allocate was refused, spec L.7); default the agent's own pod (K.1). */
-  readonly involvedPod?: { readonly namespace: string; readonly name: string; readonly uid?: string };
-}
+import type { AgentEvent } from '../core/agent-event.js';
+
+export type { AgentEvent } from '../core/agent-event.js';
 
 /** Where Events are recorded (the recorder, or a test double). */
 export interface EventSink {

@@ -7,7 +7,7 @@
 import type { Mount } from '../generated/deviceplugin/v1beta1/Mount.js';
 import { shareName } from '../core/device-names.js';
 import type { PodView } from '../core/pods.js';
-import type { AgentEvent } from '../kube/event-recorder.js';
+import type { AgentEvent } from '../core/agent-event.js';
 import {
   jobOf,
   parseSoftShareRequest,

@@ -3,9 +3,7 @@
  * count per chip, the device source that adds the `npu-core` pseudo-devices, and the DCMI driver of the vNPUs.
  */
 import type { ChipKind } from '../core/chips.js';
-import type { Dcmi } from '../dcmi/dcmi.js';
 import { freezeSnapshot, type DeviceSnapshot, type DeviceSource } from './device-source.js';
-import type { VnpuDriver } from './vnpu-allocate.js';
 import { DYNAMIC_VNPU_KINDS, MAX_CORES_PER_CHIP, MIN_CORES_PER_CHIP, withCores } from './vnpu-core.js';
 
 /** Product type that cannot run dynamic vNPU (upstream `checkSupportedProductType`). */
@@ -53,15 +51,6 @@ export function checkDynamicVnpu(node: VnpuNode, totalAicore: () => number): num
     );
   }
   return cores;
-}
-
-/** The DCMI calls of dynamic vNPU over the binding; destroy is one attempt (the allocator retries, §4.6). */
-export function dcmiVnpuDriver(dcmi: Dcmi): VnpuDriver {
-  return {
-    list: (c) => dcmi.getVirtualDevices(c.cardId, c.deviceId).vdevs,
-    create: (c, template) => dcmi.createVirtualDevice(c.cardId, c.deviceId, template),
-    destroy: (c, vdevId) => dcmi.destroyVirtualDevice(c.cardId, c.deviceId, vdevId),
-  };
 }
 
 /** A {@link DeviceSource} that adds the `npu-core` pseudo-devices of the chips of `chipType` to every snapshot. */
