@@ -67,8 +67,12 @@ describe('A.3 log rotation (issue [J] item 4)', () => {
     expect(fs.readlinkSync(file)).toBe(current);
     for (const b of rolling.backups()) {
       const size = fs.statSync(b).size;
-      expect(size).toBeGreaterThanOrEqual(ROTATE); // rolled once the configured size was reached
-      expect(size).toBeLessThan(ROTATE * 4); // and not much later (one sonic-boom batch)
+      // pino-roll decides to roll when its count reaches the size, but rolls at the next 'drain': the lines written
+      // in between land in the old file and are counted for the new one, which then rolls a little early. So a
+      // rotated file is not empty and ends at most about one sonic-boom batch after the size (3,160 bytes of 4,096
+      // were seen under CI load); no lower bound of the size itself holds.
+      expect(size).toBeGreaterThan(0);
+      expect(size).toBeLessThan(ROTATE * 4);
       for (const l of fs.readFileSync(b, 'utf8').trim().split('\n')) expect(JSON.parse(l)).toHaveProperty('msg');
     }
   });
