@@ -20,19 +20,11 @@ import {
   tempDir,
   type MockHarness,
   type Scenario,
+  thrown,
 } from '../helpers/mock-dcmi.js';
 
 const PARTIAL_V2_LIBRARY = path.join(PROJECT_ROOT, 'build', 'Release', 'libdcmi_partial_v2.so');
 const ADDON = path.join(PROJECT_ROOT, 'build', 'Release', 'dcmi_addon.node');
-
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}
 
 async function calls(h: MockHarness, fn: string): Promise<number> {
   return (await h.control.state()).counters.callsByName[fn] ?? 0;

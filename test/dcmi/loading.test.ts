@@ -8,18 +8,9 @@ import { loadAddon } from '../../src/dcmi/bindings.js';
 import { MOCK_DCMI_LIBRARY, PROJECT_ROOT } from '../../src/core/paths.js';
 import { Dcmi } from '../../src/dcmi/dcmi.js';
 import { DcmiError } from '../../src/dcmi/errors.js';
-import { openMock, tempDir } from '../helpers/mock-dcmi.js';
+import { openMock, tempDir, thrown } from '../helpers/mock-dcmi.js';
 
 const PARTIAL_LIBRARY = path.join(PROJECT_ROOT, 'build', 'Release', 'libdcmi_partial.so');
-
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}
 
 describe('dcmi-abi §1.3 loading', () => {
   test('a library that cannot be opened is DcmiError -99999 naming dlopen', () => {

@@ -8,22 +8,13 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { Dcmi } from '../../src/dcmi/dcmi.js';
 import { DcmiError } from '../../src/dcmi/errors.js';
-import { loadScenario, openMock, type MockHarness, type Scenario } from '../helpers/mock-dcmi.js';
+import { loadScenario, openMock, type MockHarness, type Scenario, thrown } from '../helpers/mock-dcmi.js';
 
 let h: MockHarness | undefined;
 afterEach(() => {
   h?.close();
   h = undefined;
 });
-
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}
 
 type Chip = Record<string, unknown>;
 function withUrma(urma: unknown, chip = 0): Scenario {

@@ -161,3 +161,13 @@ export async function waitUntil(predicate: () => boolean, what: string, timeoutM
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/** What `f` throws; fails the test when it returns instead. */
+export function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected an error');
+}
