@@ -7,6 +7,7 @@
 import type { LinkStatus } from '../dcmi/hccn.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
+import { IntervalCache } from './interval-cache.js';
 
 export interface LinkLimiterOptions {
   /** The real query (`queryLinkStatus` of src/dcmi/hccn.ts in the agent). */
@@ -20,14 +21,12 @@ export interface LinkLimiterOptions {
 /** One real query per phy id per interval; the cached status otherwise. */
 export class LinkLimiter {
   readonly #o: LinkLimiterOptions;
-  readonly #intervalMs: number;
   readonly #log: Logger;
-  /** Last real answer per phy id, with the clock time it was asked at. */
-  readonly #cache = new Map<number, { at: number; status: LinkStatus }>();
+  readonly #cache: IntervalCache<number, LinkStatus>;
 
   constructor(options: LinkLimiterOptions) {
     this.#o = options;
-    this.#intervalMs = options.intervalMs ?? 300_000;
+    this.#cache = new IntervalCache(options.clock, options.intervalMs ?? 300_000);
     this.#log = options.logger ?? NOOP_LOGGER;
   }
 
@@ -35,19 +34,17 @@ export class LinkLimiter {
    * The chip's link status: a real query when none was made within the interval, else the cached answer.
    * `cachedOnly` never queries (the confirming read of the periodic reconcile); undefined when nothing is cached.
    */
-  async status(phyId: number, cachedOnly = false): Promise<LinkStatus | undefined> {
-    const cached = this.#cache.get(phyId);
-    const now = this.#o.clock.now();
-    if (cachedOnly || (cached && now - cached.at < this.#intervalMs)) return cached?.status;
-    let status: LinkStatus;
-    try {
-      status = await this.#o.query(phyId);
-    } catch (err) {
-      this.#log.warn({ err, phyId }, 'link status query failed; counted as DOWN');
-      status = 'Abnormal';
-    }
-    this.#cache.set(phyId, { at: now, status });
-    if (status !== 'UP') this.#log.info({ phyId, status }, 'link status is not UP');
-    return status;
+  status(phyId: number, cachedOnly = false): Promise<LinkStatus | undefined> {
+    return this.#cache.get(phyId, cachedOnly, async () => {
+      let status: LinkStatus;
+      try {
+        status = await this.#o.query(phyId);
+      } catch (err) {
+        this.#log.warn({ err, phyId }, 'link status query failed; counted as DOWN');
+        status = 'Abnormal';
+      }
+      if (status !== 'UP') this.#log.info({ phyId, status }, 'link status is not UP');
+      return status;
+    });
   }
 }

@@ -8,6 +8,7 @@
 import type { LinkStatus, PortTable, PortType } from '../dcmi/hccn.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
+import { IntervalCache } from './interval-cache.js';
 
 /** One plane of one chip: UP when every port of its type is UP; `down` ports not UP (Abnormal: unknown, 0). */
 export interface PlaneStatus {
@@ -49,13 +50,12 @@ export interface PortLimiterOptions {
 /** One real port-table query per logic id per interval; the cached planes otherwise. */
 export class PortLimiter {
   readonly #o: PortLimiterOptions;
-  readonly #intervalMs: number;
   readonly #log: Logger;
-  readonly #cache = new Map<number, { at: number; planes: PortPlanes }>();
+  readonly #cache: IntervalCache<number, PortPlanes>;
 
   constructor(options: PortLimiterOptions) {
     this.#o = options;
-    this.#intervalMs = options.intervalMs ?? 300_000;
+    this.#cache = new IntervalCache(options.clock, options.intervalMs ?? 300_000);
     this.#log = options.logger ?? NOOP_LOGGER;
   }
 
@@ -63,25 +63,23 @@ export class PortLimiter {
    * The chip's planes: a real query when none was made within the interval, else the cached answer. `cachedOnly`
    * never queries (the confirming read of the periodic reconcile); undefined when nothing is cached.
    */
-  async planes(logicId: number, cachedOnly = false): Promise<PortPlanes | undefined> {
-    const cached = this.#cache.get(logicId);
-    const now = this.#o.clock.now();
-    if (cachedOnly || (cached && now - cached.at < this.#intervalMs)) return cached?.planes;
-    let table: PortTable;
-    try {
-      table = await this.#o.query(logicId);
-    } catch (err) {
-      table = { ok: false, reason: (err as Error).message };
-    }
-    const planes = portPlanes(table);
-    this.#cache.set(logicId, { at: now, planes });
-    if (!table.ok) this.#log.warn({ logicId, reason: table.reason }, 'A5 port table unreadable; counted as DOWN');
-    else if (planes.uboe.status !== 'UP' || planes.ub.status !== 'UP') {
-      this.#log.info(
-        { logicId, uboe: planes.uboe, ub: planes.ub },
-        'A5 ports not all UP (UBoE parameter plane, UB hyper plane)',
-      );
-    }
-    return planes;
+  planes(logicId: number, cachedOnly = false): Promise<PortPlanes | undefined> {
+    return this.#cache.get(logicId, cachedOnly, async () => {
+      let table: PortTable;
+      try {
+        table = await this.#o.query(logicId);
+      } catch (err) {
+        table = { ok: false, reason: (err as Error).message };
+      }
+      const planes = portPlanes(table);
+      if (!table.ok) this.#log.warn({ logicId, reason: table.reason }, 'A5 port table unreadable; counted as DOWN');
+      else if (planes.uboe.status !== 'UP' || planes.ub.status !== 'UP') {
+        this.#log.info(
+          { logicId, uboe: planes.uboe, ub: planes.ub },
+          'A5 ports not all UP (UBoE parameter plane, UB hyper plane)',
+        );
+      }
+      return planes;
+    });
   }
 }
