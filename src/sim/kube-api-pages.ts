@@ -9,12 +9,15 @@
  * store's watch history no longer reaches back to its resourceVersion (the stand-in's etcd compaction), when it is
  * older than a time-to-live (default 5 minutes, etcd's default compaction interval), on {@link
  * ListSnapshots.compact}, or when more than a bound of snapshots (default 256) are live (oldest first). A snapshot is
- * dropped once its last page has been served.
+ * dropped once its last page has been served. Like the real server after an etcd compaction, the 410 `Status`
+ * carries a `metadata.continue` token that resumes after the last item served, from the latest state (an
+ * inconsistent list; its further pages are consistent at the new resourceVersion).
  *
- * The continue token is unpadded base64url of the JSON `{"v":"stand-in/v1","srv":<server id>,"id":<snapshot
- * number>,"rv":<resourceVersion>,"next":<index of the next item>}`; clients must treat it as opaque.
+ * The continue token is unpadded base64url of the JSON `{"v":"stand-in/v1","srv":<server id>,"list":<hash of path
+ * and selectors>,"id":<snapshot number>,"rv":<resourceVersion>,"next":<index of the next item>,"after":<key of the
+ * last item served>}`; the token of a 410 has `"id":0,"rv":-1` and no `next`. Clients must treat it as opaque.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ApiError, badRequest, type KubeObject } from './kube-api-types.js';
 
 /** Lifetime of a list snapshot (etcd's default compaction interval). */
@@ -26,7 +29,10 @@ const TOKEN_VERSION = 'stand-in/v1';
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);
 
-/** The 410 message of the real server for a continue token whose resourceVersion has been compacted. */
+/**
+ * The real server's 410 message for a compacted continue token when it offers no new token; the start of
+ * {@link CONTINUE_INCONSISTENT_MESSAGE}, which the stand-in sends.
+ */
 export const CONTINUE_EXPIRED_MESSAGE =
   'The provided continue parameter is too old to display a consistent list result. ' +
   'You can start a new list without the continue parameter.';
@@ -53,10 +59,21 @@ export interface ListSnapshotsOptions {
   readonly reaches: (rv: number) => boolean;
 }
 
+/**
+ * The 410 message when the `Status` carries a token for an inconsistent continuation (the real server's says the
+ * same at more length).
+ */
+export const CONTINUE_INCONSISTENT_MESSAGE =
+  CONTINUE_EXPIRED_MESSAGE.slice(0, -1) +
+  ', or use the continue token of this response for the rest of the list at the latest resourceVersion: objects ' +
+  'created, changed or deleted since the first page then may show up.';
+
 /** What a paged list is of: the same type, namespace and selectors must come with its continue token. */
 export interface ListScope {
   /** Type and namespace of the request path. */
   readonly path: string;
+  /** The type is namespaced (store keys are `<namespace>/<name>`, else `<name>`). */
+  readonly namespaced: boolean;
   readonly labelSelector: string;
   readonly fieldSelector: string;
   /** True when a label or field selector narrows the list (then no `remainingItemCount`). */
@@ -66,8 +83,8 @@ export interface ListScope {
 interface Snapshot {
   readonly id: number;
   readonly rv: number;
-  readonly scope: string;
-  readonly selected: boolean;
+  readonly list: string;
+  readonly scope: ListScope;
   readonly items: readonly KubeObject[];
   readonly created: number;
 }
@@ -75,10 +92,16 @@ interface Snapshot {
 interface Token {
   v: string;
   srv: string;
+  list: string;
+  /** 0: resume after `after` from the latest state (the token of a 410). */
   id: number;
   rv: number;
-  next: number;
+  next?: number;
+  after: string;
 }
+
+/** The latest state of a list: the store's resourceVersion and the selected objects in key order. */
+export type Fresh = () => { rv: number; items: readonly KubeObject[] };
 
 /**
  * The `limit` query parameter: 0 for a whole list. Parsed as the real server does (a 64-bit decimal integer, else
@@ -126,14 +149,7 @@ export class ListSnapshots {
   first(scope: ListScope, rv: number, items: readonly KubeObject[], limit: number): ListPage {
     if (limit === 0 || items.length <= limit) return { items, resourceVersion: String(rv) };
     this.#prune();
-    const snap: Snapshot = {
-      id: ++this.#lastId,
-      rv,
-      scope: scopeKey(scope),
-      selected: scope.selected,
-      items,
-      created: this.#now(),
-    };
+    const snap: Snapshot = { id: ++this.#lastId, rv, list: listHash(scope), scope, items, created: this.#now() };
     this.#live.set(snap.id, snap);
     while (this.#live.size > this.#limit) this.#live.delete(this.#live.keys().next().value!);
     return this.#page(snap, 0, limit);
@@ -142,24 +158,29 @@ export class ListSnapshots {
   /**
    * The page after `token`. 400 for a token that is malformed, not issued by this server, for another list, or
    * combined with a `resourceVersion` other than `""`/`"0"` (as the real server); 410 `Expired` when its snapshot is.
+   * The token of a 410 continues after its key in `fresh()`, the latest state.
    */
-  next(token: string, scope: ListScope, limit: number, resourceVersion: string): ListPage {
+  next(token: string, scope: ListScope, limit: number, resourceVersion: string, fresh: Fresh): ListPage {
     const tok = this.#decode(token);
+    if (tok.list !== listHash(scope)) {
+      throw invalidToken('it was issued for another list (the path or a selector differs)');
+    }
     if (resourceVersion !== '' && resourceVersion !== '0') {
       throw badRequest('specifying resource version is not allowed when using continue');
     }
+    if (tok.id === 0) {
+      const { rv, items } = fresh();
+      const from = items.findIndex((o) => keyOf(scope, o) > tok.after);
+      return this.first(scope, rv, from < 0 ? [] : items.slice(from), limit);
+    }
     this.#prune();
     const snap = this.#live.get(tok.id);
-    if (snap === undefined) throw new ApiError(410, 'Expired', CONTINUE_EXPIRED_MESSAGE);
-    if (snap.rv !== tok.rv || tok.next >= snap.items.length) throw invalidToken('it does not match its list');
-    if (snap.scope !== scopeKey(scope)) {
-      throw invalidToken('it was issued for another list (the path or a selector differs)');
+    if (snap === undefined) throw this.#expired(tok);
+    const next = tok.next!;
+    if (snap.rv !== tok.rv || next >= snap.items.length || keyOf(scope, snap.items[next - 1]!) !== tok.after) {
+      throw invalidToken('it does not match its list');
     }
-    if (!this.#reaches(snap.rv)) {
-      this.#live.delete(snap.id);
-      throw new ApiError(410, 'Expired', CONTINUE_EXPIRED_MESSAGE);
-    }
-    return this.#page(snap, tok.next, limit === 0 ? snap.items.length : limit);
+    return this.#page(snap, next, limit === 0 ? snap.items.length : limit);
   }
 
   /** Expires every live snapshot (test control: the equivalent of an etcd compaction); returns how many. */
@@ -177,13 +198,28 @@ export class ListSnapshots {
       this.#live.delete(snap.id);
       return { items, resourceVersion };
     }
-    const token: Token = { v: TOKEN_VERSION, srv: this.#server, id: snap.id, rv: snap.rv, next: end };
+    const token: Token = {
+      v: TOKEN_VERSION,
+      srv: this.#server,
+      list: snap.list,
+      id: snap.id,
+      rv: snap.rv,
+      next: end,
+      after: keyOf(snap.scope, snap.items[end - 1]!),
+    };
     return {
       items,
       resourceVersion,
-      continue: Buffer.from(JSON.stringify(token)).toString('base64url'),
-      ...(snap.selected ? {} : { remainingItemCount: snap.items.length - end }),
+      continue: encode(token),
+      ...(snap.scope.selected ? {} : { remainingItemCount: snap.items.length - end }),
     };
+  }
+
+  /** 410 `Expired` with a token that resumes after the token's last item at the latest state. */
+  #expired(tok: Token): ApiError {
+    return new ExpiredContinue(
+      encode({ v: TOKEN_VERSION, srv: this.#server, list: tok.list, id: 0, rv: -1, after: tok.after }),
+    );
   }
 
   /** Drops snapshots past their lifetime and those the store's history no longer reaches. */
@@ -206,17 +242,42 @@ export class ListSnapshots {
     const t = raw as Partial<Token>;
     if (t.v !== TOKEN_VERSION) throw invalidToken('server does not recognize this encoded version');
     if (t.srv !== this.#server) throw invalidToken('it was not issued by this server');
-    const counts = [t.id, t.rv, t.next];
-    if (!counts.every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 1)) {
+    if (typeof t.list !== 'string' || typeof t.after !== 'string') throw invalidToken('list and after must be strings');
+    const positive = (n: unknown): boolean => typeof n === 'number' && Number.isSafeInteger(n) && n >= 1;
+    if (t.id === 0) {
+      if (t.rv !== -1 || t.next !== undefined) throw invalidToken('a token with id 0 has rv -1 and no next');
+    } else if (![t.id, t.rv, t.next].every(positive)) {
       throw invalidToken('id, rv and next must be positive integers');
+    } else if (t.id! > this.#lastId) {
+      throw invalidToken('it was not issued by this server');
     }
-    if (t.id! > this.#lastId) throw invalidToken('it was not issued by this server');
     return t as Token;
   }
 }
 
-function scopeKey(s: ListScope): string {
-  return JSON.stringify([s.path, s.labelSelector, s.fieldSelector]);
+/** A 410 `Expired` whose `Status` carries a continue token, as the real server's after a compaction. */
+class ExpiredContinue extends ApiError {
+  constructor(readonly token: string) {
+    super(410, 'Expired', CONTINUE_INCONSISTENT_MESSAGE);
+  }
+
+  override toStatus(): Record<string, unknown> {
+    return { ...super.toStatus(), metadata: { continue: this.token } };
+  }
+}
+
+function encode(t: Token): string {
+  return Buffer.from(JSON.stringify(t)).toString('base64url');
+}
+
+/** The store's key of an object: the list order. */
+function keyOf(s: ListScope, o: KubeObject): string {
+  return s.namespaced ? `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}` : (o.metadata?.name ?? '');
+}
+
+function listHash(s: ListScope): string {
+  const text = JSON.stringify([s.path, s.labelSelector, s.fieldSelector]);
+  return createHash('sha256').update(text).digest('base64url').slice(0, 16);
 }
 
 function invalidToken(why: string): ApiError {

@@ -35,6 +35,7 @@ export type { Change, ChangeType } from './kube-api-store.js';
 export { DEFAULT_WATCH_ORDER_DELAY_MS, type WatchOrder } from './kube-api-order.js';
 export {
   CONTINUE_EXPIRED_MESSAGE,
+  CONTINUE_INCONSISTENT_MESSAGE,
   DEFAULT_LIST_SNAPSHOT_LIMIT,
   DEFAULT_LIST_SNAPSHOT_TTL_MS,
 } from './kube-api-pages.js';
@@ -474,17 +475,22 @@ export class KubeApiStandIn {
     const limit = parseLimit(q.get('limit'));
     const scope = {
       path: `${typeKey(t.group, t.version, t.plural)}|${route.namespace ?? ''}`,
+      namespaced: t.namespaced,
       labelSelector,
       fieldSelector,
       selected: labels.length > 0 || fields.length > 0,
     };
     const token = q.get('continue') ?? '';
+    const fresh = (): { rv: number; items: readonly KubeObject[] } => ({
+      rv: Number(this.store.resourceVersion),
+      items: this.store.listRefs(t, route.namespace, labels, fields),
+    });
     let page: ListPage;
     if (token !== '') {
-      page = this.#pages.next(token, scope, limit, q.get('resourceVersion') ?? '');
+      page = this.#pages.next(token, scope, limit, q.get('resourceVersion') ?? '', fresh);
     } else {
-      const items = this.store.listRefs(t, route.namespace, labels, fields);
-      page = this.#pages.first(scope, Number(this.store.resourceVersion), items, limit);
+      const { rv, items } = fresh();
+      page = this.#pages.first(scope, rv, items, limit);
     }
     sendJson(res, 200, {
       kind: `${t.kind}List`,

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import {
   ApiError,
   CONFIGMAPS,
-  CONTINUE_EXPIRED_MESSAGE,
+  CONTINUE_INCONSISTENT_MESSAGE,
   KubeApiStandIn,
   type KubeObject,
 } from '../../src/sim/kube-api.js';
@@ -298,13 +298,49 @@ describe(`${CHUNKING}: bad and expired continue tokens`, () => {
       {
         kind: 'Status',
         apiVersion: 'v1',
-        metadata: {},
+        metadata: { continue: expect.any(String) },
         status: 'Failure',
-        message: CONTINUE_EXPIRED_MESSAGE,
+        message: CONTINUE_INCONSISTENT_MESSAGE,
         reason: 'Expired',
         code: 410,
       },
     ]);
+  });
+
+  test('the token of a 410 continues after the last item served, from the latest state', async () => {
+    api = await seeded();
+    const first = await page(api, { limit: '3' });
+    api.store.delete(CONFIGMAPS, 'kube-system', 'cm-4');
+    api.store.create(CONFIGMAPS, 'kube-system', { metadata: { name: 'cm-5a' } });
+    api.store.create(CONFIGMAPS, 'kube-system', { metadata: { name: 'cm-1a' } });
+    api.compactLists();
+    const gone = await get(api, { limit: '3', continue: first.metadata.continue! });
+    const rest = await allPages(api, { limit: '3', continue: gone.body.metadata.continue as string });
+    expect(rest.flatMap((p) => names(p.items))).toEqual(['cm-3', 'cm-5', 'cm-5a', 'cm-6']);
+  });
+
+  test('the pages after the token of a 410 are consistent at the resourceVersion of their first page', async () => {
+    api = await seeded();
+    const first = await page(api, { limit: '2' });
+    api.compactLists();
+    const gone = await get(api, { limit: '2', continue: first.metadata.continue! });
+    const resumed = await page(api, { limit: '2', continue: gone.body.metadata.continue as string });
+    const rv = api.store.resourceVersion;
+    api.store.create(CONFIGMAPS, 'kube-system', { metadata: { name: 'cm-9' } });
+    const rest = await allPages(api, { limit: '2', continue: resumed.metadata.continue! });
+    expect([
+      [resumed, ...rest].map((p) => p.metadata.resourceVersion),
+      [resumed, ...rest].flatMap((p) => names(p.items)),
+    ]).toEqual([[rv, rv, rv], NAMES.slice(2)]);
+  });
+
+  test('a 410 token used with another selector is 400', async () => {
+    api = await seeded();
+    const first = await page(api, { limit: '3' });
+    api.compactLists();
+    const gone = await get(api, { limit: '3', continue: first.metadata.continue! });
+    const r = await get(api, { limit: '3', continue: gone.body.metadata.continue as string, fieldSelector: 'a=b' });
+    expect([r.code, r.body.reason]).toEqual([400, 'BadRequest']);
   });
 
   test('a snapshot the change history no longer reaches back to is 410 Expired', async () => {
