@@ -5,8 +5,8 @@
  * Serves ConfigMaps, Pods, Nodes, Namespaces, core and `events.k8s.io` Events, `coordination.k8s.io` Leases, and any
  * further {@link ResourceType} (e.g. Volcano PodGroups): get, list and watch with label/field selectors and
  * resourceVersion, paged lists (`limit` / `continue`, see `kube-api-pages.ts`), create, update with optimistic
- * concurrency, delete, merge / strategic / JSON / apply patches, `Status` error bodies, legacy discovery. A switch makes it answer 503 for a while; a request log and per-object
- * write counters let tests assert what clients did.
+ * concurrency, delete, merge / strategic / JSON / apply patches, `Status` error bodies, legacy discovery. A switch
+ * makes it answer 503 for a while; a request log and per-object write counters let tests assert what clients did.
  */
 import * as k8s from '@kubernetes/client-node';
 import { writeFile } from 'node:fs/promises';
