@@ -54,7 +54,17 @@ export interface KubeStoreOptions {
   readonly now?: () => number;
 }
 
-/** The stand-in's objects. Every method takes and returns copies. */
+/**
+ * The stand-in's objects. Every public method takes and returns copies, except {@link KubeStore.listRefs}.
+ *
+ * A stored object is never mutated after it is stored, so references to it stay valid snapshots (paged lists and
+ * `listRefs` rely on this): every incoming body is cloned by `#normalise` (create, update, patch, apply), `#commit`
+ * stores that fresh object and hands out clones; the patch functions build new objects from the stored one without
+ * changing it (merge and strategic copy each level they touch, JSON patch clones first) and their result is cloned
+ * again; the status subresource starts from a clone of the stored object; delete removes the stored object and
+ * stamps the deletion's resourceVersion on a clone. Changes in the history keep clones (`object`) or the replaced
+ * stored object (`previous`), which is no longer in the store and equally untouched.
+ */
 export class KubeStore {
   #rv = 1000;
   readonly #objects = new Map<string, Map<string, KubeObject>>();
@@ -86,12 +96,25 @@ export class KubeStore {
     labels: LabelSelector = [],
     fields: readonly FieldRequirement[] = [],
   ): KubeObject[] {
+    return this.listRefs(t, namespace, labels, fields).map((o) => structuredClone(o));
+  }
+
+  /**
+   * As {@link list}, but the stored objects themselves in a new array: for serving lists without copying. Callers
+   * must not change them (the store never does, see the class comment).
+   */
+  listRefs(
+    t: ResourceType,
+    namespace: string | undefined,
+    labels: LabelSelector = [],
+    fields: readonly FieldRequirement[] = [],
+  ): readonly KubeObject[] {
+    const bucket = this.#bucket(t);
     const out: KubeObject[] = [];
-    const keys = [...this.#bucket(t).keys()].sort();
-    for (const k of keys) {
-      const o = this.#bucket(t).get(k)!;
+    for (const k of [...bucket.keys()].sort()) {
+      const o = bucket.get(k)!;
       if (namespace !== undefined && t.namespaced && o.metadata?.namespace !== namespace) continue;
-      if (matches(o, labels, fields)) out.push(structuredClone(o));
+      if (matches(o, labels, fields)) out.push(o);
     }
     return out;
   }
@@ -234,10 +257,18 @@ export class KubeStore {
 
   /** Changes after `rv`, oldest first; `'expired'` when the history no longer reaches back that far. */
   changesSince(rv: number): Change[] | 'expired' {
-    const oldest = this.#history[0];
-    if (oldest !== undefined && rv < oldest.rv - 1) return 'expired';
-    if (oldest === undefined && rv < this.#rv) return rv === 0 ? [] : 'expired';
+    if (!this.reachesBack(rv)) return 'expired';
     return this.#history.filter((c) => c.rv > rv);
+  }
+
+  /**
+   * True while the history holds every change after `rv` (`changesSince` is not `'expired'`): the stand-in's
+   * equivalent of "not compacted yet", which also decides whether a paged list's snapshot at `rv` is still valid.
+   */
+  reachesBack(rv: number): boolean {
+    const oldest = this.#history[0];
+    if (oldest !== undefined) return rv >= oldest.rv - 1;
+    return rv >= this.#rv || rv === 0;
   }
 
   /** Calls `fn` on every future change; returns the unsubscribe function. */

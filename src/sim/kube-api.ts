@@ -4,15 +4,16 @@
  *
  * Serves ConfigMaps, Pods, Nodes, Namespaces, core and `events.k8s.io` Events, `coordination.k8s.io` Leases, and any
  * further {@link ResourceType} (e.g. Volcano PodGroups): get, list and watch with label/field selectors and
- * resourceVersion, create, update with optimistic concurrency, delete, merge / strategic / JSON / apply patches,
- * `Status` error bodies, legacy discovery. A switch makes it answer 503 for a while; a request log and per-object
- * write counters let tests assert what clients did.
+ * resourceVersion, paged lists (`limit` / `continue`, see `kube-api-pages.ts`), create, update with optimistic
+ * concurrency, delete, merge / strategic / JSON / apply patches, `Status` error bodies, legacy discovery. A switch
+ * makes it answer 503 for a while; a request log and per-object write counters let tests assert what clients did.
  */
 import * as k8s from '@kubernetes/client-node';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WriteOrdering, type WatchOrder } from './kube-api-order.js';
+import { ListSnapshots, parseLimit, type ListPage } from './kube-api-pages.js';
 import { PATCH_TYPES } from './kube-api-patch.js';
 import { KubeStore, matches, type Change, type Preconditions } from './kube-api-store.js';
 import {
@@ -32,6 +33,12 @@ export * from './kube-api-types.js';
 export { PATCH_TYPES } from './kube-api-patch.js';
 export type { Change, ChangeType } from './kube-api-store.js';
 export { DEFAULT_WATCH_ORDER_DELAY_MS, type WatchOrder } from './kube-api-order.js';
+export {
+  CONTINUE_EXPIRED_MESSAGE,
+  CONTINUE_INCONSISTENT_MESSAGE,
+  DEFAULT_LIST_SNAPSHOT_LIMIT,
+  DEFAULT_LIST_SNAPSHOT_TTL_MS,
+} from './kube-api-pages.js';
 
 /** Request body limit of the real API server (3 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -69,6 +76,13 @@ export interface KubeApiStandInOptions {
   readonly watchOrder?: WatchOrder;
   /** Gap between the two of {@link watchOrder} (default {@link DEFAULT_WATCH_ORDER_DELAY_MS}). */
   readonly watchOrderDelayMs?: number;
+  /**
+   * Lifetime of a paged list's snapshot, measured with `now` (default 5 minutes, etcd's default compaction
+   * interval); a continue token after it gets 410 `Expired`.
+   */
+  readonly listSnapshotTtlMs?: number;
+  /** Paged lists in progress kept at most (default 256); the oldest expires first. */
+  readonly listSnapshotLimit?: number;
 }
 
 /** Namespaces that exist from the start. */
@@ -132,6 +146,7 @@ export class KubeApiStandIn {
   readonly #writes = new Map<string, number>();
   readonly #watches = new Set<http.ServerResponse>();
   readonly #ordering: WriteOrdering;
+  readonly #pages: ListSnapshots;
   #seq = 0;
   #unavailableUntil = 0;
   #unavailable = false;
@@ -141,6 +156,12 @@ export class KubeApiStandIn {
     this.#options = options;
     this.#ordering = new WriteOrdering(options.watchOrder, options.watchOrderDelayMs);
     this.store = new KubeStore({ historyLimit: options.historyLimit, now: options.now });
+    this.#pages = new ListSnapshots({
+      ttlMs: options.listSnapshotTtlMs,
+      limit: options.listSnapshotLimit,
+      now: options.now,
+      reaches: (rv) => this.store.reachesBack(rv),
+    });
     for (const t of [...(options.resources ?? DEFAULT_RESOURCES), ...(options.extraResources ?? [])]) {
       this.#types.set(typeKey(t.group, t.version, t.plural), t);
     }
@@ -212,6 +233,19 @@ export class KubeApiStandIn {
    */
   setWatchOrder(order: WatchOrder, delayMs?: number): void {
     this.#ordering.set(order, delayMs);
+  }
+
+  /**
+   * Expires the snapshot of every paged list in progress, as an etcd compaction would: their next `continue` gets
+   * 410 `Expired`. Returns how many there were.
+   */
+  compactLists(): number {
+    return this.#pages.compact();
+  }
+
+  /** Paged lists in progress (snapshots still live). */
+  get pagedLists(): number {
+    return this.#pages.size;
   }
 
   /** Logged requests matching the filter, oldest first. */
@@ -366,18 +400,7 @@ export class KubeApiStandIn {
     }
     if (method === 'GET') {
       setVerb('list');
-      const items = this.store.list(
-        t,
-        ns,
-        parseLabelSelector(q.get('labelSelector')),
-        parseFieldSelector(q.get('fieldSelector')),
-      );
-      sendJson(res, 200, {
-        kind: `${t.kind}List`,
-        apiVersion: apiVersionOf(t),
-        metadata: { resourceVersion: this.store.resourceVersion },
-        items,
-      });
+      this.#list(route, q, res);
       return;
     }
     if (method === 'POST' && name === undefined) {
@@ -439,6 +462,48 @@ export class KubeApiStandIn {
     throw new ApiError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
   }
 
+  /**
+   * A list GET: whole, or one page of at most `limit` items (`continue` for the next ones). Items are the stored
+   * objects serialised as they are, not copies (they are never mutated, see `KubeStore`).
+   */
+  #list(route: Route, q: URLSearchParams, res: http.ServerResponse): void {
+    const t = route.type;
+    const labelSelector = q.get('labelSelector') ?? '';
+    const fieldSelector = q.get('fieldSelector') ?? '';
+    const labels = parseLabelSelector(labelSelector);
+    const fields = parseFieldSelector(fieldSelector);
+    const limit = parseLimit(q.get('limit'));
+    const scope = {
+      path: `${typeKey(t.group, t.version, t.plural)}|${route.namespace ?? ''}`,
+      namespaced: t.namespaced,
+      labelSelector,
+      fieldSelector,
+      selected: labels.length > 0 || fields.length > 0,
+    };
+    const token = q.get('continue') ?? '';
+    const fresh = (): { rv: number; items: readonly KubeObject[] } => ({
+      rv: Number(this.store.resourceVersion),
+      items: this.store.listRefs(t, route.namespace, labels, fields),
+    });
+    let page: ListPage;
+    if (token !== '') {
+      page = this.#pages.next(token, scope, limit, q.get('resourceVersion') ?? '', fresh);
+    } else {
+      const { rv, items } = fresh();
+      page = this.#pages.first(scope, rv, items, limit);
+    }
+    sendJson(res, 200, {
+      kind: `${t.kind}List`,
+      apiVersion: apiVersionOf(t),
+      metadata: {
+        resourceVersion: page.resourceVersion,
+        ...(page.continue !== undefined ? { continue: page.continue } : {}),
+        ...(page.remainingItemCount !== undefined ? { remainingItemCount: page.remainingItemCount } : {}),
+      },
+      items: page.items,
+    });
+  }
+
   #countWrite(t: ResourceType, o: KubeObject): void {
     const k = [t.plural, o.metadata?.namespace ?? '', o.metadata?.name ?? ''].join('\u0000');
     this.#writes.set(k, (this.#writes.get(k) ?? 0) + 1);
@@ -497,7 +562,7 @@ export class KubeApiStandIn {
       else if (before) send('DELETED', c.object);
     };
     if (rvText === '' || rvText === '0') {
-      for (const o of this.store.list(t, route.namespace, labels, fields)) send('ADDED', o);
+      for (const o of this.store.listRefs(t, route.namespace, labels, fields)) send('ADDED', o);
     } else {
       for (const c of backlog) deliver(c);
     }
