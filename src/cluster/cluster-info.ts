@@ -283,6 +283,8 @@ export class ClusterInfoChunks {
   readonly #limit: number;
   readonly #members = new Map<string, Member>();
   readonly #chunks: Chunk[] = [];
+  /** the chunk a sequential fill is adding to ({@link apply} with `sequential`) */
+  #fill = 0;
 
   constructor(limit = CHUNK_LIMIT_BYTES) {
     this.#limit = limit;
@@ -291,6 +293,11 @@ export class ClusterInfoChunks {
   /** Keeps at least `n` chunks (indices found in use at start). */
   ensureChunks(n: number): void {
     while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+  }
+
+  /** Chunks a sequential fill has gone past: no node of a later slice will be added to them. */
+  get sealed(): number {
+    return this.#fill;
   }
 
   /** Number of chunks. */
@@ -338,8 +345,13 @@ export class ClusterInfoChunks {
     this.#members.set(node, { text, bytes, chunk: i, escaped: undefined });
   }
 
-  /** Applies the changed nodes of a cycle (node → its published value, or null when it left the view). */
-  apply(changes: ReadonlyMap<string, string | null>): void {
+  /**
+   * Applies the changed nodes of a cycle (node → its published value, or null when it left the view). With
+   * `sequential` (a first fill in slices of nodes in name order), new nodes are packed as {@link buildChunks} does:
+   * into the chunk being filled while it has room, else into the next one, never back into an earlier chunk, so
+   * the chunks below {@link sealed} are final and can be written while later slices are still being processed.
+   */
+  apply(changes: ReadonlyMap<string, string | null>, options: { sequential?: boolean } = {}): void {
     const added: [string, string][] = [];
     for (const [node, value] of changes) {
       const m = this.#members.get(node);
@@ -367,6 +379,17 @@ export class ClusterInfoChunks {
       }
     }
     added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    if (options.sequential === true) {
+      for (const [node, value] of added) {
+        const text = memberText(node, value);
+        const bytes = Buffer.byteLength(text);
+        while (this.#fill < this.#chunks.length && !this.#fits(this.#chunks[this.#fill]!, bytes)) this.#fill++;
+        if (this.#fill === this.#chunks.length)
+          this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+        this.#place(node, text, bytes, this.#fill);
+      }
+      return;
+    }
     let last: number | undefined;
     for (const [node, value] of added) {
       const text = memberText(node, value);
@@ -417,11 +440,11 @@ export class ClusterInfoChunks {
     return this.#chunks[i]!.bytes;
   }
 
-  /** Indices of the chunks changed since they were last taken with {@link takeDirty}. */
-  takeDirty(): number[] {
+  /** Indices of the chunks changed since they were last taken with {@link takeDirty} (only those below `below`). */
+  takeDirty(below = Infinity): number[] {
     const out: number[] = [];
     this.#chunks.forEach((c, i) => {
-      if (!c.dirty) return;
+      if (!c.dirty || i >= below) return;
       c.dirty = false;
       out.push(i);
     });

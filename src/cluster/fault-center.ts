@@ -117,6 +117,9 @@ export function faultCenterReadiness(center: {
   };
 }
 
+/** Nodes per slice of the first cycle (see `#lead`). */
+const FIRST_CYCLE_SLICE_NODES = 1000;
+
 /** How long the cycles after the first wait for the first publish's writes at most. */
 const FIRST_WRITES_BOUND_MS = 2000;
 
@@ -368,13 +371,26 @@ export class FaultCenter {
       // are under way before the periodic tasks start, so no second cycle (1 s tick, due by then) runs first
       // (that first cycle leaves the job workers' pass and the persisted state to the next one, below: neither
       // changes what it publishes)
+      // The first cycle runs in slices of nodes in name order, packed into the chunks in that order: the chunks a
+      // slice filled are written while the next slice is processed, so the API server stores them meanwhile
+      // instead of receiving every chunk at the end.
       term.holding = true;
-      this.#cycle(term, false, false);
-      if (term.publishTimer !== undefined) {
+      const publishNow = (below?: number) => {
+        if (term.publishTimer === undefined) return;
         clearTimeout(term.publishTimer);
         term.publishTimer = undefined;
-        this.#publish(term, false);
+        this.#publish(term, false, below);
+      };
+      for (;;) {
+        this.#cycle(term, false, false, FIRST_CYCLE_SLICE_NODES);
+        if (term.stopped) return;
+        if (term.core.pendingNodes === 0) break;
+        publishNow(term.chunks.sealed);
+        // the writes go out (and their answers are read) before the next slice
+        await new Promise<void>((r) => setImmediate(r));
+        if (term.stopped) return;
       }
+      publishNow();
       // …and the next cycle once they are done (bounded): its values could not be written earlier (a chunk is
       // written at most once per chunkMinIntervalMs), and a cycle over thousands of nodes would hold the writes up
       const writes = [...term.chunkQueues.values()].map((q) => q.whenIdle());
@@ -678,13 +694,17 @@ export class FaultCenter {
   /**
    * One processing cycle (with the job workers' pass on the 1 s tick, `full`): re-processes the nodes whose inputs
    * changed, hands changed node values to the chunks and changed node records to the persisted state (unless not
-   * `persist`: the first cycle of a term, whose records the next cycle hands over).
+   * `persist`: the first cycle of a term, whose records the next cycle hands over). With `firstFillSlice`: one slice
+   * of the first cycle, at most that many nodes, packed into the chunks in name order (`ClusterInfoChunks.apply`).
    */
-  #cycle(term: Term, full: boolean, persist = true): void {
+  #cycle(term: Term, full: boolean, persist = true, firstFillSlice?: number): void {
     if (term.stopped) return;
     const now = this.#now();
     const started = process.hrtime.bigint();
-    const r = term.core.cycle(now, { jobPass: full });
+    const r = term.core.cycle(now, {
+      jobPass: full,
+      ...(firstFillSlice !== undefined ? { maxNodes: firstFillSlice } : {}),
+    });
     this.metrics.cycles.inc();
     this.metrics.cycleNodes.inc(r.processedNodes);
     if (r.pass.counted.length > 0) this.metrics.verdicts.inc({ verdict: 'hardware' }, r.pass.counted.length);
@@ -699,7 +719,7 @@ export class FaultCenter {
       this.metrics.separatedDevices.set(separated);
     }
     if (r.published.size > 0) {
-      term.chunks.apply(r.published);
+      term.chunks.apply(r.published, { sequential: firstFillSlice !== undefined });
       this.#requestPublish(term);
     }
     // a counted fault may have separated a device: its marker is published by a cycle right away (§1.8)
@@ -769,11 +789,11 @@ export class FaultCenter {
    * publish takes a deferred one); `force` (§0.3: nothing written for `publishForceMs`) rewrites every chunk with
    * its current bytes.
    */
-  #publish(term: Term, force: boolean): void {
+  #publish(term: Term, force: boolean, below?: number): void {
     if (term.stopped) return;
     const now = this.#now();
     term.lastPublishMs = now;
-    const dirty = term.chunks.takeDirty();
+    const dirty = term.chunks.takeDirty(below);
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
     let deferredUntil = Infinity;
     for (const i of indices) {

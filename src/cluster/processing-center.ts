@@ -22,7 +22,7 @@ import {
   type ManualSeparationState,
   type NodeManualRecord,
 } from './manual-separation.js';
-import { publishedNodeJson } from './cluster-info.js';
+import { byBytes, publishedNodeJson } from './cluster-info.js';
 
 /** Options of the core. */
 export interface FaultCenterCoreOptions {
@@ -47,6 +47,12 @@ export interface CycleResult {
 export interface CycleOptions {
   /** run the 1 s pass of the job detector after the cycle (default true; on-demand cycles skip it) */
   readonly jobPass?: boolean;
+  /**
+   * Re-process at most this many of the nodes due, the first ones in name order; the others stay due for the next
+   * cycle ({@link FaultCenterCore.pendingNodes}). The fault center's first cycle runs in such slices so that the
+   * chunks already filled are written while the next slice is processed (issue [O] start-up).
+   */
+  readonly maxNodes?: number;
 }
 
 /** Persisted state of the core (version 1, one object; read for compatibility, see {@link FaultCenterCore.records}). */
@@ -88,6 +94,8 @@ export class FaultCenterCore {
   #snapshotTouched = new Set<string>();
   /** the last record text of each node (persisted state) */
   readonly #records = new Map<string, string>();
+  /** nodes due but left for the next cycle by {@link CycleOptions.maxNodes} */
+  #carry = new Set<string>();
 
   constructor(options: FaultCenterCoreOptions = {}) {
     this.manual = new ManualSeparation({ countJoblessFaults: options.countJoblessFaults, listener: options.listener });
@@ -106,7 +114,9 @@ export class FaultCenterCore {
 
   /** §0.2: one processing cycle (only the nodes whose inputs changed) and, by default, one job-worker pass at `nowMs`. */
   cycle(nowMs: number, options: CycleOptions = {}): CycleResult {
-    const dirty = new Set(this.intake.applyQueued(nowMs));
+    let dirty = new Set(this.intake.applyQueued(nowMs));
+    for (const n of this.#carry) dirty.add(n);
+    this.#carry = new Set();
     for (const p of this.chain) if (p.changedNodes !== undefined) for (const n of p.changedNodes()) dirty.add(n);
     const enabled = this.manual.enabled;
     if (this.#everything || enabled !== this.#lastEnabled) {
@@ -115,6 +125,12 @@ export class FaultCenterCore {
     }
     this.#everything = false;
     this.#lastEnabled = enabled;
+    const max = options.maxNodes;
+    if (max !== undefined && dirty.size > max) {
+      const order = [...dirty].sort(byBytes);
+      dirty = new Set(order.slice(0, max));
+      this.#carry = new Set(order.slice(max));
+    }
     const views = new Map<string, NodeDeviceView>();
     const published = new Map<string, string | null>();
     for (const node of dirty) {
@@ -142,6 +158,11 @@ export class FaultCenterCore {
     const pass =
       options.jobPass === false ? EMPTY_PASS : this.manual.jobPass(nowMs, (j) => this.jobIndex.hasPodGroup(j));
     return { changed: published.size > 0, published, processedNodes: views.size, pass };
+  }
+
+  /** Nodes due that a cycle with {@link CycleOptions.maxNodes} left for the next one. */
+  get pendingNodes(): number {
+    return this.#carry.size;
   }
 
   /** The processed view: every node's view as of the cycle that last re-processed it. */

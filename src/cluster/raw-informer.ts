@@ -5,9 +5,19 @@
  * later), the watch is the kube layer's {@link ListWatch} (re-list on `410 Gone` or a failure, with backoff). Only
  * each object's `resourceVersion` is kept, so that a re-list reports what changed as `add`, `update` and `delete`
  * as an informer does; a `delete` found by a re-list carries the object's name and namespace only.
+ *
+ * Lists are read in pages (`limit` / `continue`, the Kubernetes API's "list chunking", as client-go's pager does with
+ * 500 objects a page): each page is handed to the handlers as it arrives while the next one is already requested,
+ * so the API server's serialising of page k + 1 overlaps this process's handling of page k (issue [O] start-up: one
+ * 11–16 MB answer per list kept this process idle until the server had written the whole of it, and the server
+ * wrote nothing else meanwhile). Every page is at the first page's resourceVersion (the server keeps the list
+ * consistent); a continue token that expired meanwhile (`410 Gone`, the server compacted) makes the list start
+ * over in one piece, without `limit`, as client-go's pager does. A server that ignores `limit` answers with the whole
+ * list and no token: one page.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
+import { statusOf } from '../core/errors.js';
 import { ListWatch, type WatchFn } from '../kube/list-watch.js';
 import type { ApiRecovery } from '../kube/write-queue.js';
 
@@ -36,23 +46,50 @@ export interface RawInformerOptions {
   readonly recovery?: ApiRecovery;
   /** a list longer than this is refused (logged, retried) */
   readonly maxItems?: number;
+  /** objects per list page (`limit`); default {@link DEFAULT_PAGE_SIZE}, 0 = the whole list in one answer */
+  readonly pageSize?: number;
 }
+
+/** Objects per list page, client-go's pager default. */
+export const DEFAULT_PAGE_SIZE = 500;
 
 /** A list answer as read. */
 interface RawList<T> {
-  metadata?: { resourceVersion?: string };
+  metadata?: { resourceVersion?: string; continue?: string };
   items?: T[] | null;
 }
 
 const keyOf = (o: k8s.KubernetesObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
-/** The list path with its selectors. */
-export function listPath(path: string, labelSelector?: string, fieldSelector?: string): string {
+/** The list path with its selectors (and a page's `limit` and `continue`). */
+export function listPath(
+  path: string,
+  labelSelector?: string,
+  fieldSelector?: string,
+  page?: { limit: number; continue?: string },
+): string {
   const q = new URLSearchParams();
   if (labelSelector !== undefined) q.set('labelSelector', labelSelector);
   if (fieldSelector !== undefined) q.set('fieldSelector', fieldSelector);
+  if (page !== undefined && page.limit > 0) {
+    q.set('limit', String(page.limit));
+    if (page.continue !== undefined) q.set('continue', page.continue);
+  }
   const qs = q.toString();
   return qs === '' ? path : `${path}?${qs}`;
+}
+
+/** A list answer checked for shape. */
+function checkedList<T>(what: string, l: unknown): RawList<T> {
+  const list = l as RawList<T> | null;
+  if (
+    typeof list !== 'object' ||
+    list === null ||
+    Array.isArray(list) ||
+    (list.items !== undefined && list.items !== null && !Array.isArray(list.items))
+  )
+    throw new Error(`${what}: the list answer is not a list`);
+  return list;
 }
 
 function watchOf(o: RawInformerOptions): WatchFn | k8s.KubeConfig {
@@ -67,38 +104,78 @@ export class RawInformer<T extends k8s.KubernetesObject> {
   /** key → resourceVersion of every object known */
   readonly #known = new Map<string, string>();
 
+  /** keys seen by the last complete list (its deletes are reported once it is complete) */
+  #listed = new Set<string>();
+
   constructor(o: RawInformerOptions, h: RawInformerHandlers<T>) {
-    const url = listPath(o.path, o.labelSelector, o.fieldSelector);
+    const maxItems = o.maxItems ?? 1_000_000;
+    const pageSize = o.pageSize ?? DEFAULT_PAGE_SIZE;
+    /** One object of a list: add when new, update when its resourceVersion changed (or is unknown). */
+    const listed = (obj: T, seen: Set<string>): void => {
+      const k = keyOf(obj);
+      seen.add(k);
+      const rv = obj.metadata?.resourceVersion ?? '';
+      const before = this.#known.get(k);
+      this.#known.set(k, rv);
+      if (before === undefined) h.add(obj);
+      else if (before !== rv || rv === '') h.update(obj);
+    };
+    /** The whole list, page by page (each handed over as it arrives, the next one requested meanwhile). */
+    const list = async (limit: number): Promise<{ seen: Set<string>; resourceVersion: string }> => {
+      const seen = new Set<string>();
+      const get = (token?: string) =>
+        o.getJson(
+          listPath(
+            o.path,
+            o.labelSelector,
+            o.fieldSelector,
+            limit > 0 ? { limit, ...(token !== undefined ? { continue: token } : {}) } : undefined,
+          ),
+        );
+      let resourceVersion: string | undefined;
+      let count = 0;
+      let next: Promise<unknown> | undefined = get();
+      while (next !== undefined) {
+        const page: RawList<T> = checkedList<T>(o.what, await next);
+        resourceVersion ??= page.metadata?.resourceVersion ?? '';
+        const items = page.items ?? [];
+        count += items.length;
+        // the size limit is checked before the objects are handed over
+        if (count > maxItems) throw new Error(`${o.what}: ${count} objects listed, over the limit ${maxItems}`);
+        const token: string | undefined = page.metadata?.continue;
+        next = limit > 0 && typeof token === 'string' && token !== '' ? get(token) : undefined;
+        // a page still being requested must not become an unhandled rejection while this one is handed over
+        next?.catch(() => undefined);
+        for (const obj of items) listed(obj, seen);
+      }
+      return { seen, resourceVersion: resourceVersion ?? '' };
+    };
     this.#lw = new ListWatch<T>({
       what: o.what,
       path: o.path,
       ...(o.labelSelector !== undefined ? { labelSelector: o.labelSelector } : {}),
       ...(o.fieldSelector !== undefined ? { fieldSelector: o.fieldSelector } : {}),
       watch: watchOf(o),
-      maxItems: o.maxItems ?? 1_000_000,
+      maxItems,
       logger: o.logger,
       ...(o.recovery !== undefined ? { backoff: { recovery: o.recovery } } : {}),
       list: async () => {
-        const l = (await o.getJson(url)) as RawList<T> | null;
-        if (
-          typeof l !== 'object' ||
-          l === null ||
-          (l.items !== undefined && l.items !== null && !Array.isArray(l.items))
-        )
-          throw new Error(`${o.what}: the list answer is not a list`);
-        return { items: l.items ?? [], resourceVersion: l.metadata?.resourceVersion ?? '' };
-      },
-      onSync: (items) => {
-        const seen = new Set<string>();
-        for (const obj of items) {
-          const k = keyOf(obj);
-          seen.add(k);
-          const rv = obj.metadata?.resourceVersion ?? '';
-          const before = this.#known.get(k);
-          this.#known.set(k, rv);
-          if (before === undefined) h.add(obj);
-          else if (before !== rv || rv === '') h.update(obj);
+        let r: { seen: Set<string>; resourceVersion: string };
+        try {
+          r = await list(pageSize);
+        } catch (e) {
+          // the continue token expired between two pages (the server compacted): start over in one piece
+          if (pageSize <= 0 || statusOf(e) !== 410) throw e;
+          o.logger.info({ what: o.what }, 'list continue token expired; listing again in one piece');
+          r = await list(0);
         }
+        this.#listed = r.seen;
+        // the objects were handed over page by page; what is left for the sync is the deletes
+        return { items: [], resourceVersion: r.resourceVersion };
+      },
+      onSync: () => {
+        const seen = this.#listed;
+        this.#listed = new Set();
         for (const k of [...this.#known.keys()]) {
           if (seen.has(k)) continue;
           this.#known.delete(k);

@@ -100,6 +100,51 @@ describe('issue [O] item 1: incremental chunks', () => {
     expect(Array.from({ length: c.count }, (_, i) => c.text(i))).toEqual(buildChunks(views, 0, 3000));
   });
 
+  /** 40 views of varied sizes, so that a later small node would fit into an earlier chunk's room. */
+  const variedViews = () =>
+    new Map(
+      Array.from({ length: 40 }, (_, i) => {
+        const n = `node-${String(i).padStart(2, '0')}`;
+        return [n, view(n, { 'huawei.com/Ascend910': `Ascend910-${i % 8}`.repeat(i % 3 === 0 ? 60 : 1) })] as const;
+      }),
+    );
+  const sliced = (views: Map<string, NodeDeviceView>, slice: number, c: ClusterInfoChunks, sealed: string[][] = []) => {
+    const all = [...views];
+    for (let k = 0; k < all.length; k += slice) {
+      c.apply(new Map(all.slice(k, k + slice).map(([n, v]) => [n, publishedNodeJson(v)])), { sequential: true });
+      sealed.push(Array.from({ length: c.sealed }, (_, i) => c.text(i)));
+    }
+    return c;
+  };
+
+  test('0.3 a first fill in slices (issue [O] start-up) packs nodes exactly as buildChunks does (same bytes)', () => {
+    const views = variedViews();
+    const c = sliced(views, 7, new ClusterInfoChunks(3000));
+    expect(Array.from({ length: c.count }, (_, i) => c.text(i))).toEqual(buildChunks(views, 0, 3000));
+  });
+
+  test('0.3 a first fill in slices never adds a node to a sealed chunk: what was sealed is what is written last', () => {
+    const sealed: string[][] = [];
+    const c = sliced(variedViews(), 7, new ClusterInfoChunks(3000), sealed);
+    const last = Array.from({ length: c.count }, (_, i) => c.text(i));
+    expect([sealed.at(-2)!.length > 1, sealed.every((s) => s.every((t, i) => t === last[i]))]).toEqual([true, true]);
+  });
+
+  test('0.3 a first fill in slices at a take-over fills the chunk indices found in use first, in order', () => {
+    const views = variedViews();
+    const c = new ClusterInfoChunks(3000);
+    c.ensureChunks(3);
+    sliced(views, 7, c);
+    expect(Array.from({ length: c.count }, (_, i) => c.text(i))).toEqual(buildChunks(views, 3, 3000));
+  });
+
+  test('issue [O] start-up: takeDirty(below) takes only the dirty chunks below the index and leaves the others dirty', () => {
+    const c = new ClusterInfoChunks(2000);
+    c.apply(nodes(60));
+    const below = c.takeDirty(2);
+    expect([below, c.takeDirty()]).toEqual([[0, 1], Array.from({ length: c.count - 2 }, (_, i) => i + 2)]);
+  });
+
   test('0.3 every chunk value is valid JSON under the limit, with keys in Go (sorted) order', () => {
     const c = new ClusterInfoChunks(2000);
     c.apply(nodes(60));

@@ -109,6 +109,49 @@ describe('issue [O] item 1: incremental processing equals full processing', () =
     ]);
   });
 
+  test('issue [O] start-up: a first cycle in slices of maxNodes takes the nodes in name order and leaves the rest due', () => {
+    const a = side();
+    for (let n = 0; n < NODES; n++) a.core.intake.offer({ type: 'add', cm: deviceInfoCm(`node-${n}`, []) });
+    const r = a.core.cycle(T0, { jobPass: false, maxNodes: 5 });
+    const sorted = Array.from({ length: NODES }, (_, n) => `node-${n}`).sort();
+    expect([[...r.published.keys()].sort(), a.core.pendingNodes]).toEqual([sorted.slice(0, 5), NODES - 5]);
+  });
+
+  test('issue [O] start-up: slices of a first cycle publish what one whole cycle publishes, and then nothing is due', () => {
+    const build = () => {
+      const s = side();
+      for (let n = 0; n < NODES; n++) {
+        const faults = n % 3 === 0 ? [faultObject('Ascend910-1', '80E3A201', 'SeparateNPU', T0)] : [];
+        s.core.intake.offer({ type: 'add', cm: deviceInfoCm(`node-${n}`, faults) });
+      }
+      s.cache.insert(
+        'node-4',
+        faultKey('CCAE', 'f'),
+        {
+          resource: 'CCAE',
+          faultId: 'f',
+          faultType: 'NPU',
+          faultCode: '220001001',
+          level: 'SeparateNPU',
+          devIds: [2],
+          faultTime: 1,
+        },
+        1,
+      );
+      return s;
+    };
+    const whole = build();
+    whole.core.cycle(T0, { jobPass: false });
+    const parts = build();
+    let slices = 0;
+    do {
+      parts.core.cycle(T0, { jobPass: false, maxNodes: 5 });
+      slices++;
+    } while (parts.core.pendingNodes > 0);
+    const next = parts.core.cycle(T0 + 1000, { jobPass: false });
+    expect([slices, published(parts.core), next.processedNodes]).toEqual([3, published(whole.core), 0]);
+  });
+
   test('issue [O] 1: a cycle with nothing changed re-processes no node and publishes nothing', () => {
     const a = side();
     for (let n = 0; n < NODES; n++) a.core.intake.offer({ type: 'add', cm: deviceInfoCm(`node-${n}`, []) });
