@@ -5,7 +5,14 @@
  */
 import { goMap, goQuote, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 import { DEVICE_INFO_NAME_PREFIX } from '../kube/device-info.js';
-import { mostSevere, type DeviceFault, type FaultObject, type NodeDeviceView } from './device-view.js';
+import {
+  levelRank,
+  mostSevere,
+  type DeviceFault,
+  type FaultObject,
+  type NodeDeviceView,
+  type TimeAndLevel,
+} from './device-view.js';
 
 export const CLUSTER_INFO_NAMESPACE = 'mindx-dl';
 export const CLUSTER_INFO_PREFIX = 'cluster-info-device-';
@@ -143,21 +150,58 @@ function goInt(v: number): string {
   return Object.is(v, -0) ? '0' : String(v);
 }
 
-/** The `-Fault` value: Go's `json.Marshal` of the merged fault objects (§0.3), written directly. */
-function faultListJson(merged: readonly FaultObject[]): string {
+/**
+ * The `-Fault` value: Go's `json.Marshal` of {@link mergeFaults}' objects (§0.3), merged and written in one pass
+ * without building them (issue [O], start-up: the merged objects, their per-type maps and lists were a third of
+ * the published value's cost at 10,000 nodes). Same rules: devices, then a device's fault types, in Go's order;
+ * per (device, type) the most severe level of all members, the codes of the members other than the
+ * `ManuallySeparateNPU` marker joined by `,` (repeats kept), their time maps merged (a later member's entry wins),
+ * keys sorted.
+ */
+function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): string {
   let out = '[';
-  for (let i = 0; i < merged.length; i++) {
-    const o = merged[i]!;
-    if (i > 0) out += ',';
-    out += `{"fault_type":${quote(o.fault_type)},"npu_name":${quote(o.npu_name)},"large_model_fault_level":${quote(o.large_model_fault_level)},"fault_level":${quote(o.fault_level)},"fault_handling":${quote(o.fault_handling)},"fault_code":${quote(o.fault_code)},"fault_time_and_level_map":{`;
-    const map = o.fault_time_and_level_map;
-    const codes = Object.keys(map).sort(byBytes);
-    for (let k = 0; k < codes.length; k++) {
-      const t = map[codes[k]!]!;
-      if (k > 0) out += ',';
-      out += `${quote(codes[k]!)}:{"fault_time":${goInt(t.fault_time)},"fault_level":${quote(t.fault_level)}}`;
+  let first = true;
+  const devs = [...faults.keys()];
+  if (devs.length > 1) devs.sort(byBytes);
+  for (const dev of devs) {
+    const list = faults.get(dev);
+    if (list === undefined || list.length === 0) continue;
+    const t0 = list[0]!.object.fault_type;
+    let types: string[] | undefined;
+    for (let i = 1; i < list.length; i++) {
+      const t = list[i]!.object.fault_type;
+      if (t === t0 || types?.includes(t) === true) continue;
+      (types ??= [t0]).push(t);
     }
-    out += '}}';
+    if (types !== undefined) types.sort(byBytes);
+    for (const type of types ?? [t0]) {
+      let level = 'NormalNPU';
+      let rank = levelRank(level);
+      let codes = '';
+      let counted = 0;
+      const map: Record<string, TimeAndLevel> = {};
+      for (const m of list) {
+        if (types !== undefined && m.object.fault_type !== type) continue;
+        const r = levelRank(m.level);
+        if (r < rank) {
+          rank = r;
+          level = m.level;
+        }
+        if (m.level === 'ManuallySeparateNPU') continue;
+        codes += counted++ > 0 ? `,${m.code}` : m.code;
+        Object.assign(map, m.object.fault_time_and_level_map);
+      }
+      const lv = quote(level);
+      out += `${first ? '' : ','}{"fault_type":${quote(type)},"npu_name":${quote(dev)},"large_model_fault_level":${lv},"fault_level":${lv},"fault_handling":${lv},"fault_code":${quote(codes)},"fault_time_and_level_map":{`;
+      first = false;
+      const keys = Object.keys(map);
+      if (keys.length > 1) keys.sort(byBytes);
+      for (let k = 0; k < keys.length; k++) {
+        const t = map[keys[k]!]!;
+        out += `${k > 0 ? ',' : ''}${quote(keys[k]!)}:{"fault_time":${goInt(t.fault_time)},"fault_level":${quote(t.fault_level)}}`;
+      }
+      out += '}}';
+    }
   }
   return out + ']';
 }
@@ -173,7 +217,7 @@ export function publishedNodeJson(view: NodeDeviceView): string {
   const base = `huawei.com/${view.deviceType}`;
   const list = view.deviceList;
   try {
-    const fault = faultListJson(mergeFaults(view.faults));
+    const fault = faultListJson(view.faults);
     return (
       `{"DeviceList":{${quote(base)}:${quote(list[base] ?? '')},` +
       `${quote(`${base}-Fault`)}:${quote(fault)},` +
@@ -223,9 +267,14 @@ export function buildChunks(
   return chunks.map(chunkJson);
 }
 
-/** One node's member of a chunk value: `"mindx-dl-deviceinfo-<node>":<value>`. */
-function memberText(node: string, value: string): string {
-  return `${JSON.stringify(DEVICE_INFO_NAME_PREFIX + node)}:${value}`;
+/** UTF-8 bytes of a node's member. */
+function memberBytes(node: string, value: string): number {
+  return Buffer.byteLength(memberKey(node)) + Buffer.byteLength(value);
+}
+
+/** The key part of a node's member of a chunk value: `"mindx-dl-deviceinfo-<node>":` (the value follows). */
+function memberKey(node: string): string {
+  return `${JSON.stringify(DEVICE_INFO_NAME_PREFIX + node)}:`;
 }
 
 interface Chunk {
@@ -238,13 +287,16 @@ interface Chunk {
   escaped: Buffer[] | undefined;
 }
 
-/** A member of a chunk. */
+/**
+ * A member of a chunk: `"mindx-dl-deviceinfo-<node>":<value>`. The value is the core's published string itself (no
+ * copy joined to the key: at 10,000 nodes that was 30 MB more to allocate and keep, issue [O] start-up).
+ */
 interface Member {
-  text: string;
-  /** UTF-8 bytes of `text` */
+  value: string;
+  /** UTF-8 bytes of the member (key part and value) */
   bytes: number;
   chunk: number;
-  /** `text` escaped as JSON string content, built when first needed */
+  /** the member escaped as JSON string content, built when first needed */
   escaped: Buffer | undefined;
 }
 
@@ -330,7 +382,7 @@ export class ClusterInfoChunks {
     return c.nodes.length === 0 || c.bytes + 1 + bytes <= this.#limit;
   }
 
-  #place(node: string, text: string, bytes: number, preferred: number | undefined): void {
+  #place(node: string, value: string, bytes: number, preferred: number | undefined): void {
     let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
     if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
     if (i < 0) {
@@ -342,7 +394,7 @@ export class ClusterInfoChunks {
     c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
     c.dirty = true;
     c.escaped = undefined;
-    this.#members.set(node, { text, bytes, chunk: i, escaped: undefined });
+    this.#members.set(node, { value, bytes, chunk: i, escaped: undefined });
   }
 
   /**
@@ -363,44 +415,41 @@ export class ClusterInfoChunks {
         added.push([node, value]);
         continue;
       }
-      const text = memberText(node, value);
-      if (text === m.text) continue;
-      const bytes = Buffer.byteLength(text);
+      if (value === m.value) continue;
+      const bytes = memberBytes(node, value);
       const c = this.#chunks[m.chunk]!;
       if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
         c.bytes += bytes - m.bytes;
         c.dirty = true;
         c.escaped = undefined;
-        this.#members.set(node, { text, bytes, chunk: m.chunk, escaped: undefined });
+        this.#members.set(node, { value, bytes, chunk: m.chunk, escaped: undefined });
       } else {
         // outgrew its chunk: the destination is written with it and the source without it
         this.#remove(node);
-        this.#place(node, text, bytes, undefined);
+        this.#place(node, value, bytes, undefined);
       }
     }
     added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     if (options.sequential === true) {
       for (const [node, value] of added) {
-        const text = memberText(node, value);
-        const bytes = Buffer.byteLength(text);
+        const bytes = memberBytes(node, value);
         while (this.#fill < this.#chunks.length && !this.#fits(this.#chunks[this.#fill]!, bytes)) this.#fill++;
         if (this.#fill === this.#chunks.length)
           this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
-        this.#place(node, text, bytes, this.#fill);
+        this.#place(node, value, bytes, this.#fill);
       }
       return;
     }
     let last: number | undefined;
     for (const [node, value] of added) {
-      const text = memberText(node, value);
-      this.#place(node, text, Buffer.byteLength(text), last);
+      this.#place(node, value, memberBytes(node, value), last);
       last = this.#members.get(node)!.chunk;
     }
   }
 
   /** The value of chunk `i`. */
   text(i: number): string {
-    return `{${this.#chunks[i]!.nodes.map((n) => this.#members.get(n)!.text).join(',')}}`;
+    return `{${this.#chunks[i]!.nodes.map((n) => memberKey(n) + this.#members.get(n)!.value).join(',')}}`;
   }
 
   /**
@@ -416,7 +465,8 @@ export class ClusterInfoChunks {
     const parts: Buffer[] = [BRACE_OPEN];
     c.nodes.forEach((n, k) => {
       const m = this.#members.get(n)!;
-      m.escaped ??= escapeJsonContent(m.text);
+      // the joined text is a temporary (it dies young); only the escaped bytes are kept
+      m.escaped ??= escapeJsonContent(memberKey(n) + m.value);
       if (k > 0) parts.push(COMMA);
       parts.push(m.escaped);
     });

@@ -67,6 +67,39 @@ describe('0.3 published node value, written directly', () => {
     expect(publishedNodeJson(v)).toBe(publishedNodeJsonGeneric(v));
   });
 
+  test('0.3 the same bytes as the Go encoder for 300 random views (several types per device, markers, repeated and empty codes)', () => {
+    let seed = 7;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
+    const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
+    const types = ['CardUnhealthy', 'PublicFault', 'CardNetworkUnhealthy', 'Z<'];
+    const levels = ['SeparateNPU', 'RestartNPU', 'NotHandleFault', 'SubHealthFault', 'ManuallySeparateNPU', 'Odd'];
+    const codes = ['220001001', '80E01801', '', 'A,B', '8C084E00'];
+    const mismatches: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const faults: [string, DeviceFault[]][] = [];
+      for (let d = Math.floor(rnd() * 5); d > 0; d--) {
+        const dev = `Ascend910-${Math.floor(rnd() * 16)}`;
+        const list = Array.from({ length: Math.floor(rnd() * 5) }, () =>
+          rnd() < 0.1 ? manualMarker(dev) : df(dev, pick(codes), pick(levels), pick(types), Math.floor(rnd() * 100)),
+        );
+        faults.push([dev, list]);
+      }
+      const v = view('Ascend910', faults);
+      if (publishedNodeJson(v) !== publishedNodeJsonGeneric(v)) mismatches.push(i);
+    }
+    expect(mismatches).toEqual([]);
+  });
+
+  test('0.3 codes are joined with repeats and empties kept (",X" for an empty code then X), as the Go encoder writes them', () => {
+    const v = view('Ascend910', [
+      ['Ascend910-1', [df('Ascend910-1', '', 'RestartNPU'), df('Ascend910-1', 'X', 'RestartNPU')]],
+    ]);
+    expect([publishedNodeJson(v), publishedNodeJson(v).includes('\\"fault_code\\":\\",X\\"')]).toEqual([
+      publishedNodeJsonGeneric(v),
+      true,
+    ]);
+  });
+
   test('0.3 a time that is not an integer is refused as the Go encoder refuses it', () => {
     const v = view('Ascend910', [['Ascend910-0', [df('Ascend910-0', 'A', 'RestartNPU', 'CardUnhealthy', 1.5)]]]);
     expect(() => publishedNodeJson(v)).toThrow(/not a safe integer/);

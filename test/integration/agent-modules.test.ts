@@ -50,4 +50,26 @@ describe('agent module graph', () => {
     expect(urls.filter((u) => u.includes('/dist/sim/'))).toEqual([]);
     fs.rmSync(path.dirname(log), { recursive: true, force: true });
   });
+
+  test('A.3 without -logFile neither pino-roll nor date-fns is loaded (≈ 0.1–0.2 s of every start)', () => {
+    const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-modules-')), 'modules.txt');
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        `data:text/javascript,${encodeURIComponent(REGISTER)}`,
+        path.join(PROJECT_ROOT, 'dist/cli/agent.js'),
+        '-logFile=',
+        '-dcmiLibrary=/nonexistent/libdcmi.so',
+      ],
+      { env: { PATH: process.env.PATH, MODULE_LOG: log, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
+    );
+    expect(r.stdout).toContain('ascend-npu-agent');
+    const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    expect([
+      urls.some((u) => u.endsWith('/dist/observability/logger.js')),
+      urls.filter((u) => u.includes('/pino-roll/') || u.includes('/date-fns/')),
+    ]).toEqual([true, []]);
+    fs.rmSync(path.dirname(log), { recursive: true, force: true });
+  });
 });
