@@ -131,7 +131,8 @@ export function parseDeviceInfoConfigMap(cm: ConfigMapLike): IntakeResult {
     view: {
       node: name.slice(DEVICE_INFO_NAME_PREFIX.length),
       deviceType,
-      deviceList: { ...deviceList },
+      // decodeDeviceInfoCfg's list is this call's own (parsed from the text): no copy
+      deviceList,
       updateTime,
       superPodId,
       serverIndex,
