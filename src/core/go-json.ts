@@ -10,7 +10,7 @@
  * - a JS `string` is a Go string, `boolean` a bool, `null` a nil pointer / interface;
  * - {@link goRaw} is a `json.RawMessage` (already-encoded text, inserted as given).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** A value with the Go type information the encoding needs. */
 export type GoValue = null | boolean | number | bigint | string | GoStruct | GoMap | GoSlice | GoFloat | GoRaw;
@@ -125,9 +125,9 @@ export function goSha256Hex(value: GoValue, options: GoJsonOptions = {}): string
   return sha256HexOfText(marshalGo(value, options));
 }
 
-/** Lower-case hex SHA-256 of the UTF-8 encoding of `text` (hashed straight from the string, no Buffer kept). */
+/** Lower-case hex SHA-256 of the UTF-8 encoding of `text` (one-shot `crypto.hash`: no Hash object, no Buffer). */
 export function sha256HexOfText(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /**
@@ -148,6 +148,18 @@ export function compareGoStrings(a: string, b: string): number {
   return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
 
+/** A code unit from which UTF-16 order and UTF-8 byte order can disagree (see {@link compareGoStrings}). */
+const HIGH_UNIT = /[\ud800-\uffff]/;
+
+/**
+ * Sorts `keys` in place in Go's string order: the native UTF-16 sort when no key holds a code unit at or above
+ * U+D800 (the two orders are then the same), else {@link compareGoStrings}.
+ */
+export function sortGoStrings(keys: string[]): string[] {
+  for (const k of keys) if (HIGH_UNIT.test(k)) return keys.sort(compareGoStrings);
+  return keys.sort();
+}
+
 /**
  * `json.Marshal` of the device-info `DeviceInfo` struct (spec H.3 / H.6:
  * `{"DeviceList":<map[string]string>,"UpdateTime":<int64>}`), written directly: the same bytes as
@@ -163,7 +175,7 @@ export function marshalDeviceInfo(deviceList: Readonly<Record<string, string>> |
   if (deviceList === null) {
     out += 'null';
   } else {
-    const keys = Object.keys(deviceList).sort(compareGoStrings);
+    const keys = sortGoStrings(Object.keys(deviceList));
     out += '{';
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
@@ -221,7 +233,7 @@ function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void
         out.push('null');
         return;
       }
-      const keys = [...v.entries.keys()].sort(compareGoStrings);
+      const keys = sortGoStrings([...v.entries.keys()]);
       out.push('{');
       keys.forEach((k, i) => {
         if (i > 0) out.push(',');

@@ -182,40 +182,26 @@ function stillSeen(o: FaultObject, s: SeenObject): boolean {
 }
 
 /**
- * Injected objects by what they depend on besides the node's device type: time → level → code → NPU id (an array
- * used as a map; ids are small integers, anything else still works as a property key). Maps key by SameValueZero, so
- * -0 gets its own key; NaN times share one, harmless as such objects are offered every time anyway.
+ * Injected objects by what they depend on besides the node's device type: (time, level, code) → NPU id → object
+ * (an array used as a map; ids are small integers, anything else still works as a property key). One flat map per
+ * node keyed by {@link groupKey} (was three nested maps, four maps per node at the first pass, issue [O]).
  */
-type ObjectTable = Map<number | string, Map<string, Map<string, DeviceFault[]>>>;
+type ObjectTable = Map<string, DeviceFault[]>;
 
-function timeKey(t: number): number | string {
-  return Object.is(t, -0) ? '-0' : t;
-}
-
-/** The id → object array of (time, level, code); created when `create`. */
-function group(table: ObjectTable, r: PublicFaultRecord, create: true): DeviceFault[];
-function group(table: ObjectTable | undefined, r: PublicFaultRecord, create: false): DeviceFault[] | undefined;
-function group(table: ObjectTable | undefined, r: PublicFaultRecord, create: boolean): DeviceFault[] | undefined {
-  if (table === undefined) return undefined;
-  const tk = timeKey(r.faultTime);
-  let byLevel = table.get(tk);
-  if (byLevel === undefined) {
-    if (!create) return undefined;
-    table.set(tk, (byLevel = new Map<string, Map<string, DeviceFault[]>>()));
-  }
-  let byCode = byLevel.get(r.level);
-  if (byCode === undefined) {
-    if (!create) return undefined;
-    byLevel.set(r.level, (byCode = new Map<string, DeviceFault[]>()));
-  }
-  let byId = byCode.get(r.faultCode);
-  if (byId === undefined && create) byCode.set(r.faultCode, (byId = []));
-  return byId;
+/**
+ * The key of (time, level, code), one-to-one: the time's shortest decimal form (never a NUL; -0 is `-0`, as
+ * SameValueZero would not keep it apart; NaN times share one key, harmless as such objects are offered every time
+ * anyway), NUL, the level's length and `:`, the level, the code.
+ */
+function groupKey(r: PublicFaultRecord): string {
+  const t = Object.is(r.faultTime, -0) ? '-0' : String(r.faultTime);
+  return `${t}\0${r.level.length}:${r.level}${r.faultCode}`;
 }
 
 function freezeFault(f: DeviceFault): DeviceFault {
-  for (const v of Object.values(f.object.fault_time_and_level_map)) Object.freeze(v);
-  Object.freeze(f.object.fault_time_and_level_map);
+  const map = f.object.fault_time_and_level_map;
+  for (const k in map) Object.freeze(map[k]);
+  Object.freeze(map);
   Object.freeze(f.object);
   return Object.freeze(f);
 }
@@ -297,12 +283,14 @@ export class PubFaultProcessor implements DeviceViewProcessor {
      */
     const offered: DeviceFault[] = [];
     for (const r of records.values()) {
-      const byId = group(objects, r, true);
+      const gk = groupKey(r);
+      let byId = objects.get(gk);
+      if (byId === undefined) objects.set(gk, (byId = []));
       let previousById: DeviceFault[] | undefined | null = null;
       for (const id of r.devIds) {
         let f = byId[id];
         if (f === undefined) {
-          if (previousById === null) previousById = group(old, r, false);
+          if (previousById === null) previousById = old?.get(gk);
           f = previousById?.[id];
           if (f === undefined) {
             f = freezeFault(publicDeviceFault(deviceType, id, r));
@@ -349,12 +337,9 @@ export class PubFaultProcessor implements DeviceViewProcessor {
     }
 
     const listWrites: [string, string][] = [];
-    for (const [k, before] of [
-      [key, available],
-      [unhealthyKey, unhealthy],
-    ] as const) {
-      const after = seenEntry(view.deviceList, k);
-      if (after.present !== before.present || after.value !== before.value) listWrites.push([k, after.value!]);
+    if (!sameEntry(view.deviceList, key, available)) listWrites.push([key, view.deviceList[key]!]);
+    if (!sameEntry(view.deviceList, unhealthyKey, unhealthy)) {
+      listWrites.push([unhealthyKey, view.deviceList[unhealthyKey]!]);
     }
     return {
       version,
