@@ -67,6 +67,22 @@ describe('§2.9 PubFaultProcessor cache: nothing changed', () => {
     expect(s.processor.stats).toEqual({ passes: 1, nodeReplays: 0, nodeRecomputes: 3, objectsCreated: 8 });
   });
 
+  test('§2.9 records of one node share an injected object only when time, level and code are all equal', () => {
+    const cache = new PublicFaultCache();
+    const put = (id: string, over: Partial<NewRecord>) =>
+      cache.insert('n1', faultKey('CCAE', id), rec({ faultId: id, devIds: [0], ...over }), S);
+    put('f-1', {});
+    put('f-2', {}); // equal to f-1: shares its object
+    put('f-3', { faultTime: S + 1 });
+    put('f-4', { level: 'SubHealthFault' });
+    put('f-5', { faultCode: '220001002' });
+    put('f-6', { faultTime: 0 });
+    put('f-7', { faultTime: -0 }); // kept apart from 0, as before the flat table
+    const processor = new PubFaultProcessor(cache);
+    const out = cycle(processor, cache, new Map([['n1', npuView('n1')]]), NOW);
+    expect([dump(out.cached) === dump(out.reference), processor.stats.objectsCreated]).toEqual([true, 6]);
+  });
+
   test('a second pass on fresh copies replays every node: same output, no object built, the same objects', () => {
     const s = setup();
     const r = checkedCycle(s);
