@@ -30,6 +30,7 @@ import {
   type DeviceViewProcessor,
   type FaultObject,
   type NodeDeviceView,
+  type TimeAndLevel,
 } from '../device-view.js';
 import type { PublicFaultCache } from './cache.js';
 import type { PublicFaultRecord } from './types.js';
@@ -49,9 +50,24 @@ export function publicDeviceFault(deviceType: string, id: number, r: PublicFault
       fault_level: r.level,
       fault_handling: r.level,
       fault_code: r.faultCode,
-      fault_time_and_level_map: { [r.faultCode]: { fault_time: r.faultTime, fault_level: r.level } },
+      fault_time_and_level_map: timeAndLevelMap(r),
     },
   };
+}
+
+/**
+ * `{ [code]: { fault_time, fault_level } }` by assignment (issue [O]: the computed-key literal was the largest
+ * single cost of the first pass at 50,000 records); a code `__proto__` is defined, so that it stays an own key.
+ */
+function timeAndLevelMap(r: PublicFaultRecord): Record<string, TimeAndLevel> {
+  const map: Record<string, TimeAndLevel> = {};
+  const entry: TimeAndLevel = { fault_time: r.faultTime, fault_level: r.level };
+  if (r.faultCode === '__proto__') {
+    Object.defineProperty(map, r.faultCode, { value: entry, writable: true, enumerable: true, configurable: true });
+  } else {
+    map[r.faultCode] = entry;
+  }
+  return map;
 }
 
 /**
@@ -113,12 +129,15 @@ interface NodeMemo {
   readonly deviceType: string;
   readonly available: SeenEntry;
   readonly unhealthy: SeenEntry;
-  /** every NPU the records name, with the faults present on it before the pass (undefined: no list) */
-  readonly touched: readonly (readonly [string, readonly SeenObject[] | undefined])[];
+  /** the NPUs the records name that had no fault list before the pass */
+  readonly touchedBare: readonly string[];
+  /** the other NPUs the records name, with the faults present on them before the pass */
+  readonly touchedSeen: readonly (readonly [string, readonly SeenObject[]])[];
   /** false when a present fault could not be copied for comparison: the next pass recomputes */
   readonly cacheable: boolean;
   // outcome
-  readonly additions: readonly (readonly [string, DeviceFault])[];
+  /** the faults added, in order (each on the NPU its object names) */
+  readonly additions: readonly DeviceFault[];
   /** `DeviceList` writes in first-write order (available before `-Unhealthy`), final values */
   readonly listWrites: readonly (readonly [string, string])[];
   readonly added: boolean;
@@ -309,32 +328,30 @@ export class PubFaultProcessor implements DeviceViewProcessor {
     const unhealthyKey = `${key}-Unhealthy`;
     const available = seenEntry(view.deviceList, key);
     const unhealthy = seenEntry(view.deviceList, unhealthyKey);
-    const touched: [string, SeenObject[] | undefined][] = [];
-    const seenDevices = new Set<string>();
+    // (at most 32 NPUs per node: linear lookups, no Set and no pair per NPU without faults)
+    const touchedBare: string[] = [];
+    const touchedSeen: [string, SeenObject[]][] = [];
     let cacheable = true;
     for (const f of offered) {
       const device = f.object.npu_name;
-      if (seenDevices.has(device)) continue;
-      seenDevices.add(device);
       const list = view.faults.get(device);
-      let seen: SeenObject[] | undefined;
-      if (list !== undefined) {
-        seen = [];
-        for (const x of list) {
-          const s = seenObject(x.object);
-          if (s === undefined) cacheable = false;
-          else seen.push(s);
-        }
+      if (list === undefined) {
+        if (!touchedBare.includes(device)) touchedBare.push(device);
+        continue;
       }
-      touched.push([device, seen]);
+      if (touchedSeen.some(([d]) => d === device)) continue;
+      const seen: SeenObject[] = [];
+      for (const x of list) {
+        const s = seenObject(x.object);
+        if (s === undefined) cacheable = false;
+        else seen.push(s);
+      }
+      touchedSeen.push([device, seen]);
     }
 
     // the pass itself
-    const additions: [string, DeviceFault][] = [];
-    for (const f of offered) {
-      const device = f.object.npu_name;
-      if (addFaultAndFix(view, device, f)) additions.push([device, f]);
-    }
+    const additions: DeviceFault[] = [];
+    for (const f of offered) if (addFaultAndFix(view, f.object.npu_name, f)) additions.push(f);
 
     const listWrites: [string, string][] = [];
     if (!sameEntry(view.deviceList, key, available)) listWrites.push([key, view.deviceList[key]!]);
@@ -346,7 +363,8 @@ export class PubFaultProcessor implements DeviceViewProcessor {
       deviceType,
       available,
       unhealthy,
-      touched,
+      touchedBare,
+      touchedSeen,
       cacheable,
       additions,
       listWrites,
@@ -362,13 +380,10 @@ function fits(memo: NodeMemo, version: number, view: NodeDeviceView): boolean {
   const key = availableKey(view.deviceType);
   if (!sameEntry(view.deviceList, key, memo.available)) return false;
   if (!sameEntry(view.deviceList, `${key}-Unhealthy`, memo.unhealthy)) return false;
-  for (const [device, seen] of memo.touched) {
+  for (const device of memo.touchedBare) if (view.faults.get(device) !== undefined) return false;
+  for (const [device, seen] of memo.touchedSeen) {
     const list = view.faults.get(device);
-    if (list === undefined || seen === undefined) {
-      if (list !== seen) return false;
-      continue;
-    }
-    if (list.length !== seen.length) return false;
+    if (list === undefined || list.length !== seen.length) return false;
     for (let j = 0; j < list.length; j++) if (!stillSeen(list[j]!.object, seen[j]!)) return false;
   }
   return true;
@@ -376,7 +391,8 @@ function fits(memo: NodeMemo, version: number, view: NodeDeviceView): boolean {
 
 /** Applies a remembered outcome to a fresh view whose inputs equal the remembered ones; returns whether anything was added. */
 function replay(memo: NodeMemo, view: NodeDeviceView): boolean {
-  for (const [device, f] of memo.additions) {
+  for (const f of memo.additions) {
+    const device = f.object.npu_name;
     let list = view.faults.get(device);
     if (list === undefined) view.faults.set(device, (list = []));
     list.push(f);
