@@ -200,21 +200,59 @@ function stillSeen(o: FaultObject, s: SeenObject): boolean {
   return true;
 }
 
-/**
- * Injected objects by what they depend on besides the node's device type: (time, level, code) → NPU id → object
- * (an array used as a map; ids are small integers, anything else still works as a property key). One flat map per
- * node keyed by {@link groupKey} (was three nested maps, four maps per node at the first pass, issue [O]).
- */
-type ObjectTable = Map<string, DeviceFault[]>;
+/** The injected objects of one (time, level, code): NPU id → object (an array used as a map). */
+interface ObjectGroup {
+  readonly time: number;
+  readonly level: string;
+  readonly code: string;
+  readonly byId: DeviceFault[];
+}
+
+/** Groups searched linearly up to this many; beyond, through a map. */
+const LINEAR_GROUPS = 8;
 
 /**
- * The key of (time, level, code), one-to-one: the time's shortest decimal form (never a NUL; -0 is `-0`, as
- * SameValueZero would not keep it apart; NaN times share one key, harmless as such objects are offered every time
- * anyway), NUL, the level's length and `:`, the level, the code.
+ * Injected objects by what they depend on besides the node's device type: (time, level, code) → NPU id → object.
+ * Times compare with `Object.is` (-0 has its own group; NaN times share one, harmless as such objects are offered
+ * every time anyway). A node has few groups: they are searched in a list, without a map or a key string per
+ * record (issue [O]: three nested maps per node at the first pass, then a string key per record, were most of it);
+ * a node with many gets a map by {@link groupKey}.
  */
-function groupKey(r: PublicFaultRecord): string {
-  const t = Object.is(r.faultTime, -0) ? '-0' : String(r.faultTime);
-  return `${t}\0${r.level.length}:${r.level}${r.faultCode}`;
+class ObjectTable {
+  readonly #groups: ObjectGroup[] = [];
+  #byKey: Map<string, ObjectGroup> | undefined;
+
+  /** The group of `r`, or undefined. */
+  find(r: PublicFaultRecord): ObjectGroup | undefined {
+    if (this.#byKey !== undefined) return this.#byKey.get(groupKey(r.faultTime, r.level, r.faultCode));
+    for (const g of this.#groups) {
+      if (g.code === r.faultCode && g.level === r.level && Object.is(g.time, r.faultTime)) return g;
+    }
+    return undefined;
+  }
+
+  /** The group of `r`, created when absent. */
+  get(r: PublicFaultRecord): ObjectGroup {
+    const found = this.find(r);
+    if (found !== undefined) return found;
+    const g: ObjectGroup = { time: r.faultTime, level: r.level, code: r.faultCode, byId: [] };
+    this.#groups.push(g);
+    if (this.#byKey !== undefined) {
+      this.#byKey.set(groupKey(g.time, g.level, g.code), g);
+    } else if (this.#groups.length > LINEAR_GROUPS) {
+      this.#byKey = new Map();
+      for (const x of this.#groups) this.#byKey.set(groupKey(x.time, x.level, x.code), x);
+    }
+    return g;
+  }
+}
+
+/**
+ * The map key of (time, level, code), one-to-one: the time's shortest decimal form (never a NUL; `-0` for -0),
+ * NUL, the level's length and `:`, the level, the code.
+ */
+function groupKey(time: number, level: string, code: string): string {
+  return `${Object.is(time, -0) ? '-0' : String(time)}\0${level.length}:${level}${code}`;
 }
 
 function freezeFault(f: DeviceFault): DeviceFault {
@@ -293,7 +331,7 @@ export class PubFaultProcessor implements DeviceViewProcessor {
   ): NodeMemo {
     const deviceType = view.deviceType;
     const old = previous?.deviceType === deviceType ? previous.objects : undefined;
-    const objects: ObjectTable = new Map();
+    const objects = new ObjectTable();
     /**
      * The objects to offer, in record order then `devIds` order, each once: offering the same object again can
      * never add it (it, or what made "add fault and fix" refuse it, is still on the device) — except with a NaN
@@ -302,14 +340,12 @@ export class PubFaultProcessor implements DeviceViewProcessor {
      */
     const offered: DeviceFault[] = [];
     for (const r of records.values()) {
-      const gk = groupKey(r);
-      let byId = objects.get(gk);
-      if (byId === undefined) objects.set(gk, (byId = []));
+      const byId = objects.get(r).byId;
       let previousById: DeviceFault[] | undefined | null = null;
       for (const id of r.devIds) {
         let f = byId[id];
         if (f === undefined) {
-          if (previousById === null) previousById = old?.get(gk);
+          if (previousById === null) previousById = old?.find(r)?.byId;
           f = previousById?.[id];
           if (f === undefined) {
             f = freezeFault(publicDeviceFault(deviceType, id, r));
