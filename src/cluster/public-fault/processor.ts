@@ -226,7 +226,7 @@ class ObjectTable {
   find(r: PublicFaultRecord): ObjectGroup | undefined {
     if (this.#byKey !== undefined) return this.#byKey.get(groupKey(r.faultTime, r.level, r.faultCode));
     for (const g of this.#groups) {
-      if (g.code === r.faultCode && g.level === r.level && Object.is(g.time, r.faultTime)) return g;
+      if (Object.is(g.time, r.faultTime) && g.level === r.level && g.code === r.faultCode) return g;
     }
     return undefined;
   }
@@ -342,7 +342,9 @@ export class PubFaultProcessor implements DeviceViewProcessor {
     for (const r of records.values()) {
       const byId = objects.get(r).byId;
       let previousById: DeviceFault[] | undefined | null = null;
-      for (const id of r.devIds) {
+      const ids = r.devIds;
+      for (let j = 0; j < ids.length; j++) {
+        const id = ids[j]!;
         let f = byId[id];
         if (f === undefined) {
           if (previousById === null) previousById = old?.find(r)?.byId;
