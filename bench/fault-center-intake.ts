@@ -10,13 +10,13 @@
  * - `job-index`: `JobIndex.upsertPod` of every pod (device annotation parsing).
  *
  * Per stage the wall-clock time and the process's CPU time (user + system, the GC's helper threads included: on a
- * shared machine the wall clock also counts waiting for a core).
+ * shared machine the wall clock also counts waiting for a core). Before/after figures: bench/README.md.
  *
  * The inputs are built as bench/fault-center-e2e-api.ts builds them (16 chips per node, ≈ 4.5 % faulted; 100
  * public faults per ConfigMap; one 16-chip job pod per node); that file runs its stand-in at import, so the
  * generators are copied here. Each run builds fresh state; median and p99 over BENCH_INTAKE_RUNS runs (default 15)
- * after BENCH_INTAKE_WARMUP warm-up runs (default 2, the first of them reported alone: cold code, as at start). Sizes: BENCH_INTAKE_NODES (10,000), BENCH_INTAKE_PUBLIC
- * (50,000). Command: `npx tsx bench/fault-center-intake.ts`. Not a test: figures only.
+ * after BENCH_INTAKE_WARMUP warm-up runs (default 2, the first of them reported alone: cold code, as at start).
+ * Sizes: BENCH_INTAKE_NODES (10,000), BENCH_INTAKE_PUBLIC (50,000). Command: `npx tsx bench/fault-center-intake.ts`. Not a test: figures only.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../src/core/logger.js';
