@@ -16,7 +16,8 @@
  * public faults per ConfigMap; one 16-chip job pod per node); that file runs its stand-in at import, so the
  * generators are copied here. Each run builds fresh state; median and p99 over BENCH_INTAKE_RUNS runs (default 15)
  * after BENCH_INTAKE_WARMUP warm-up runs (default 2, the first of them reported alone: cold code, as at start).
- * Sizes: BENCH_INTAKE_NODES (10,000), BENCH_INTAKE_PUBLIC (50,000). Command: `npx tsx bench/fault-center-intake.ts`. Not a test: figures only.
+ * Sizes: BENCH_INTAKE_NODES (10,000), BENCH_INTAKE_PUBLIC (50,000). Command: `npx tsx bench/fault-center-intake.ts`.
+ * Not a test: figures only.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../src/core/logger.js';
@@ -203,7 +204,7 @@ function collectAll(): PublicFaultCache {
     metrics: noopPublicFaultMetrics,
     nodeBySerial: () => undefined,
     config,
-    // the bench's senders each send ≈ 84 ConfigMaps at once: not what is measured here
+    // 500 ConfigMaps are ≈ 84 per sender, within the default burst of 100; a larger BENCH_INTAKE_PUBLIC would not be
     senderBurst: 1_000_000,
   });
   for (const cm of publicFaults) {
