@@ -3,7 +3,7 @@
  * faults, Go-exact JSON per node, and chunking into ConfigMaps of about 800 KiB whose indices, once used, stay in
  * use. Pure.
  */
-import { goMap, goQuote, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { goMap, goQuote as quote, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
 import { DEVICE_INFO_NAME_PREFIX } from '../kube/device-info.js';
 import {
   levelRank,
@@ -127,18 +127,6 @@ export function publishedNodeJsonGeneric(view: NodeDeviceView): string {
       ['ServerIndex', view.serverIndex],
     ]),
   );
-}
-
-/** Characters where Go's string encoding differs from `JSON.stringify`'s (HTML escapes, U+2028/9, \b, \f, surrogates). */
-const NOT_AS_JSON = /[<>&\u2028\u2029\b\f\ud800-\udfff]/;
-
-/**
- * Go's quoting of `s` ({@link goQuote}): `JSON.stringify` (native) when `s` holds none of the characters the two
- * encode differently, which is almost always the case (issue [O]: the character loop was a sixth of the first
- * cycle at 10,000 nodes).
- */
-function quote(s: string): string {
-  return NOT_AS_JSON.test(s) ? goQuote(s) : JSON.stringify(s);
 }
 
 /** Thrown inside the direct encoder when a number is not a Go integer: the generic encoder then reports it. */

@@ -68,10 +68,9 @@ export function splitFaults(faultJson: string | undefined): Map<string, DeviceFa
         ? o.fault_time_and_level_map
         : {}
     ) as Record<string, unknown>;
-    let codes = str(o.fault_code)
-      .replace(/ /g, '')
-      .split(',')
-      .filter((c) => c !== '');
+    const codeText = str(o.fault_code);
+    let codes = (codeText.includes(' ') ? codeText.replace(/ /g, '') : codeText).split(',');
+    if (codes.includes('')) codes = codes.filter((c) => c !== '');
     let pseudo = false;
     if (codes.length === 0 && objectLevel === 'ManuallySeparateNPU') {
       codes = ['ManuallySeparateNPU'];
@@ -111,7 +110,8 @@ export function parseDeviceInfoConfigMap(cm: ConfigMapLike): IntakeResult {
   }
   const text = cm.data?.[KEY_DEVICE_INFO];
   if (text === undefined) return { ok: false, reason: 'missing-key', detail: `no ${KEY_DEVICE_INFO} key` };
-  if (Buffer.byteLength(text) > MAX_DEVICE_INFO_BYTES) {
+  // a UTF-16 unit is at most 3 UTF-8 bytes: only a long text is measured
+  if (text.length * 3 > MAX_DEVICE_INFO_BYTES && Buffer.byteLength(text) > MAX_DEVICE_INFO_BYTES) {
     return { ok: false, reason: 'too-large', detail: `${KEY_DEVICE_INFO} exceeds ${MAX_DEVICE_INFO_BYTES} bytes` };
   }
   // ClusterD's ParseDeviceInfoCM: decode into its struct (Go zero values: a null DeviceList is an empty list),
@@ -131,7 +131,8 @@ export function parseDeviceInfoConfigMap(cm: ConfigMapLike): IntakeResult {
     view: {
       node: name.slice(DEVICE_INFO_NAME_PREFIX.length),
       deviceType,
-      deviceList: { ...deviceList },
+      // decodeDeviceInfoCfg's list is this call's own (parsed from the text): no copy
+      deviceList,
       updateTime,
       superPodId,
       serverIndex,

@@ -28,22 +28,31 @@ export function controllerUid(o: OwnedObject): string {
 
 /** Device ids of the annotation; throws with a reason on a malformed value. */
 export function annotationDeviceIds(value: string): string[] {
-  if (Buffer.byteLength(value) > MAX_POD_ANNOTATION_BYTES) throw new Error(`exceeds ${MAX_POD_ANNOTATION_BYTES} bytes`);
+  // a UTF-16 unit is at most 3 UTF-8 bytes: only a long value is measured
+  if (value.length * 3 > MAX_POD_ANNOTATION_BYTES && Buffer.byteLength(value) > MAX_POD_ANNOTATION_BYTES) {
+    throw new Error(`exceeds ${MAX_POD_ANNOTATION_BYTES} bytes`);
+  }
   const parsed = JSON.parse(value) as { devices?: unknown } | null;
   if (typeof parsed !== 'object' || parsed === null) throw new Error('not a JSON object');
-  if (parsed.devices === undefined || parsed.devices === null) return [];
-  if (!Array.isArray(parsed.devices)) throw new Error('devices is not a list');
-  return parsed.devices.map((d: unknown, i) => {
-    const id = (d as { device_id?: unknown } | null)?.device_id;
-    if (typeof id !== 'string' && typeof id !== 'number') throw new Error(`devices[${i}].device_id is missing`);
-    return String(id);
-  });
+  const devices = parsed.devices;
+  if (devices === undefined || devices === null) return [];
+  if (!Array.isArray(devices)) throw new Error('devices is not a list');
+  const ids = new Array<string>(devices.length);
+  for (let i = 0; i < devices.length; i++) {
+    const id = (devices[i] as { device_id?: unknown } | null)?.device_id;
+    if (typeof id === 'string') ids[i] = id;
+    else if (typeof id === 'number') ids[i] = String(id);
+    else throw new Error(`devices[${i}].device_id is missing`);
+  }
+  return ids;
 }
 
 interface PodEntry {
   node: string;
   jobId: string;
   deviceIds: string[];
+  /** the annotation value `deviceIds` was read from (undefined: none, or it was malformed) */
+  annotation: string | undefined;
   /** when the pod's key was first seen: "first pod" of §1.3 is the first in this order */
   seq: number;
 }
@@ -69,18 +78,25 @@ export class JobIndex {
     const node = pod.spec?.nodeName ?? '';
     const jobId = controllerUid(pod);
     const value = pod.metadata?.annotations?.[POD_DEVICE_ANNOTATION];
+    const old = this.#pods.get(key);
     let deviceIds: string[] = [];
+    let annotation: string | undefined;
     let error: string | undefined;
-    if (value !== undefined) {
+    if (value !== undefined && old?.annotation === value) {
+      // an update with the same annotation (a status change, the usual case): the ids read last time (never
+      // mutated), not a second parse
+      deviceIds = old.deviceIds;
+      annotation = value;
+    } else if (value !== undefined) {
       try {
         deviceIds = annotationDeviceIds(value);
+        annotation = value;
       } catch (e) {
         error = `pod ${key}: annotation ${POD_DEVICE_ANNOTATION}: ${(e as Error).message}`;
       }
     }
-    const old = this.#pods.get(key);
     if (old !== undefined) this.#unindex(key, old);
-    const entry: PodEntry = { node, jobId, deviceIds, seq: old?.seq ?? this.#seq++ };
+    const entry: PodEntry = { node, jobId, deviceIds, annotation, seq: old?.seq ?? this.#seq++ };
     this.#pods.set(key, entry);
     let onNode = this.#byNode.get(node);
     if (onNode === undefined) this.#byNode.set(node, (onNode = new Map<string, PodEntry>()));

@@ -10,7 +10,7 @@
  * - a JS `string` is a Go string, `boolean` a bool, `null` a nil pointer / interface;
  * - {@link goRaw} is a `json.RawMessage` (already-encoded text, inserted as given).
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** A value with the Go type information the encoding needs. */
 export type GoValue = null | boolean | number | bigint | string | GoStruct | GoMap | GoSlice | GoFloat | GoRaw;
@@ -122,7 +122,69 @@ export function marshalGoBytes(value: GoValue, options: GoJsonOptions = {}): Buf
 
 /** Lower-case hex SHA-256 of Go's serialisation of `value` (spec H.3 `CheckCode`). */
 export function goSha256Hex(value: GoValue, options: GoJsonOptions = {}): string {
-  return createHash('sha256').update(marshalGoBytes(value, options)).digest('hex');
+  return sha256HexOfText(marshalGo(value, options));
+}
+
+/** Lower-case hex SHA-256 of the UTF-8 encoding of `text` (one-shot `crypto.hash`: no Hash object, no Buffer). */
+export function sha256HexOfText(text: string): string {
+  return hash('sha256', text, 'hex');
+}
+
+/**
+ * Go's string order (`sort.Strings`, map keys in `encoding/json`): the bytes of the UTF-8 encoding. For code units
+ * below U+D800 the UTF-16 order is the UTF-8 byte order; from the first difference at or above it (surrogates,
+ * U+E000 up, whose UTF-16 order differs: U+FFFF sorts before a supplementary character in UTF-8 bytes but after it
+ * in UTF-16 units) the two strings are encoded and compared as bytes.
+ */
+export function compareGoStrings(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 || y >= 0xd800) return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+    return x < y ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
+/** A code unit from which UTF-16 order and UTF-8 byte order can disagree (see {@link compareGoStrings}). */
+const HIGH_UNIT = /[\ud800-\uffff]/;
+
+/**
+ * Sorts `keys` in place in Go's string order: the native UTF-16 sort when no key holds a code unit at or above
+ * U+D800 (the two orders are then the same), else {@link compareGoStrings}.
+ */
+export function sortGoStrings(keys: string[]): string[] {
+  for (const k of keys) if (HIGH_UNIT.test(k)) return keys.sort(compareGoStrings);
+  return keys.sort();
+}
+
+/**
+ * `json.Marshal` of the device-info `DeviceInfo` struct (spec H.3 / H.6:
+ * `{"DeviceList":<map[string]string>,"UpdateTime":<int64>}`), written directly: the same bytes as
+ * {@link marshalGo} of `goStruct([['DeviceList', goMap(deviceList)], ['UpdateTime', updateTime]])`, without the value
+ * tree (issue [O]: the CheckCode check of 10,000 device-info ConfigMaps at start). `null` is a nil map (`null`).
+ * Throws {@link GoJsonError} when `updateTime` is not a safe integer, as the generic encoder does.
+ */
+export function marshalDeviceInfo(deviceList: Readonly<Record<string, string>> | null, updateTime: number): string {
+  if (!Number.isSafeInteger(updateTime)) {
+    throw new GoJsonError(`${updateTime} is not a safe integer (use goFloat or a bigint)`, '.UpdateTime');
+  }
+  let out = '{"DeviceList":';
+  if (deviceList === null) {
+    out += 'null';
+  } else {
+    const keys = sortGoStrings(Object.keys(deviceList));
+    out += '{';
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      if (i > 0) out += ',';
+      out += goQuote(k) + ':' + goQuote(deviceList[k]!);
+    }
+    out += '}';
+  }
+  return out + ',"UpdateTime":' + (Object.is(updateTime, -0) ? '0' : String(updateTime)) + '}';
 }
 
 function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void {
@@ -171,10 +233,9 @@ function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void
         out.push('null');
         return;
       }
-      const keys = [...v.entries.keys()].map((k) => ({ k, b: Buffer.from(k, 'utf8') }));
-      keys.sort((a, b) => Buffer.compare(a.b, b.b));
+      const keys = sortGoStrings([...v.entries.keys()]);
       out.push('{');
-      keys.forEach(({ k }, i) => {
+      keys.forEach((k, i) => {
         if (i > 0) out.push(',');
         out.push(goQuote(k, o), ':');
         encode(v.entries!.get(k)!, out, o, `${path}.${k}`);
@@ -226,12 +287,21 @@ function formatFloat(f: number, path: string): string {
 const HEX = '0123456789abcdef';
 
 /**
+ * Characters where Go's string encoding differs from `JSON.stringify`'s (HTML escapes, U+2028/9, `\b`, `\f`,
+ * surrogates); every other character, control characters, `"` and `\` included, both encode alike.
+ */
+const NOT_AS_JSON = /[<>&\u2028\u2029\b\f\ud800-\udfff]/;
+
+/**
  * Go's string encoding (`encodeState.string` with HTML escaping): `"` and `\` backslash-escaped; `\n`, `\r`, `\t`
  * short forms; other bytes below 0x20 as `\u00XX`; `<`, `>`, `&` as `\u003c`… ; U+2028 and U+2029 as escapes;
  * everything else raw. A lone UTF-16 surrogate cannot be sent as UTF-8 at all: it becomes U+FFFD, the value a Go
  * reader decodes from it, so that Go's re-serialisation of what we wrote equals what we wrote.
  */
 export function goQuote(s: string, o: GoJsonOptions = {}): string {
+  // almost every string takes this native path (issue [O]: the character loop below was a sixth of the fault
+  // center's first cycle at 10,000 nodes); the options only change characters that NOT_AS_JSON sends to the loop
+  if (!NOT_AS_JSON.test(s)) return JSON.stringify(s);
   let out = '"';
   let start = 0;
   for (let i = 0; i < s.length; i++) {

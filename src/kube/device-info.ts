@@ -6,7 +6,16 @@
  * Every level in the view is computed by the fault engine (spec E.4); this module only arranges and serialises.
  */
 import type { FaultLevel } from '../faults/levels.js';
-import { goMap, goSha256Hex, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import {
+  goMap,
+  goRaw,
+  goSlice,
+  goStruct,
+  marshalDeviceInfo,
+  marshalGo,
+  sha256HexOfText,
+  type GoValue,
+} from '../core/go-json.js';
 import { childPath, GoDecoder, parseJsonText, type JsonNode, type ObjectFields } from '../core/json-text.js';
 
 /** Namespace of the ConfigMap (spec H.1). */
@@ -157,10 +166,11 @@ export function deviceInfoConfigMapName(nodeName: string): string {
 /** Builds the ConfigMap `data` from the view (spec H.2, H.3, G.2, G.5). */
 export function buildDeviceInfo(view: DeviceInfoView): DeviceInfoContent {
   const deviceList = buildDeviceList(view);
-  const deviceInfo = deviceInfoGo(deviceList, view.updateTimeSec);
-  const checkCode = goSha256Hex(deviceInfo);
+  // serialised once: hashed for the CheckCode and inserted as is (the bytes of deviceInfoGo's serialisation)
+  const deviceInfo = marshalDeviceInfo(deviceList, view.updateTimeSec);
+  const checkCode = sha256HexOfText(deviceInfo);
   const fields: [string, GoValue][] = [
-    ['DeviceInfo', deviceInfo],
+    ['DeviceInfo', goRaw(deviceInfo)],
     ['SuperPodID', view.superPodId],
     ['ServerIndex', view.serverIndex],
     ['CheckCode', checkCode],
@@ -184,9 +194,13 @@ export function deviceInfoGo(deviceList: Readonly<Record<string, string>>, updat
   ]);
 }
 
-/** `CheckCode` of a DeviceList and update time (spec H.3). */
-export function checkCodeOf(deviceList: Readonly<Record<string, string>>, updateTimeSec: number): string {
-  return goSha256Hex(deviceInfoGo(deviceList, updateTimeSec));
+/**
+ * `CheckCode` of a DeviceList and update time (spec H.3): the SHA-256 of Go's serialisation of `DeviceInfo`
+ * ({@link deviceInfoGo}), written by the encoder for exactly that struct (`marshalDeviceInfo`, the same bytes as
+ * the generic one). `null` is a nil DeviceList (hashed as `{"DeviceList":null,…}`).
+ */
+export function checkCodeOf(deviceList: Readonly<Record<string, string>> | null, updateTimeSec: number): string {
+  return sha256HexOfText(marshalDeviceInfo(deviceList, updateTimeSec));
 }
 
 /** A `DeviceInfoCfg` as ClusterD reads it (`ParseDeviceInfoCM`): Go zero values for absent or `null` members. */
@@ -249,16 +263,26 @@ export function decodeDeviceInfoCfg(text: string): DeviceInfoCfgResult {
   if (hasFoldedKey(info, INFO_FIELDS)) return decodeFolded(text);
   const rawList = info.DeviceList ?? null;
   if (rawList !== null && !isPlainObject(rawList)) return bad('DeviceInfo.DeviceList is not an object of strings');
-  const entries = Object.entries(rawList ?? {});
-  for (const [k, v] of entries) {
-    // Go stores a null element of a map[string]string as ""
-    if (v !== null && typeof v !== 'string') return bad(`DeviceInfo.DeviceList[${JSON.stringify(k)}] is not a string`);
+  // the parsed object itself when every element is a string (JSON.parse made it, nobody else holds it; a key such
+  // as "__proto__" is an ordinary own key there); a copy only when a null element must become ""
+  let hasNull = false;
+  if (rawList !== null) {
+    for (const k of Object.keys(rawList)) {
+      const v = rawList[k];
+      if (typeof v === 'string') continue;
+      // Go stores a null element of a map[string]string as ""
+      if (v !== null) return bad(`DeviceInfo.DeviceList[${JSON.stringify(k)}] is not a string`);
+      hasNull = true;
+    }
   }
   // fromEntries, not assignment: a key such as "__proto__" stays an ordinary key
-  const deviceList = Object.fromEntries(entries.map(([k, v]) => [k, (v as string | null) ?? ''])) as Record<
-    string,
-    string
-  >;
+  const deviceList = (
+    rawList === null
+      ? {}
+      : hasNull
+        ? Object.fromEntries(Object.entries(rawList).map(([k, v]) => [k, v ?? '']))
+        : rawList
+  ) as Record<string, string>;
   const ints: Record<string, number> = {};
   for (const [path, v] of [
     ['DeviceInfo.UpdateTime', info.UpdateTime],
@@ -292,13 +316,7 @@ export function decodeDeviceInfoCfg(text: string): DeviceInfoCfgResult {
 /** The CheckCode comparison of a decoded text (ClusterD `EqualDataHash`: an empty code never matches). */
 function verified(value: DecodedDeviceInfoCfg, checkCode: string): DeviceInfoCfgResult {
   if (checkCode === '') return { ok: false, reason: 'check-code', detail: 'CheckCode is empty' };
-  const hash = goSha256Hex(
-    goStruct([
-      ['DeviceList', goMap(value.nilDeviceList ? null : value.deviceList)],
-      ['UpdateTime', value.updateTime],
-    ]),
-  );
-  if (hash !== checkCode) {
+  if (checkCodeOf(value.nilDeviceList ? null : value.deviceList, value.updateTime) !== checkCode) {
     return {
       ok: false,
       reason: 'check-code',

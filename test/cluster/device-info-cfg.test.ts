@@ -54,6 +54,24 @@ describe('0.1 / issue [O] item 6: DeviceInfoCfg as ClusterD decodes it', () => {
     expect(reason(text)).toBe('ok');
   });
 
+  test('0.1 a DeviceList key "__proto__" is an ordinary key: hashed and kept as such', () => {
+    const text = `{"DeviceInfo":{"DeviceList":{"__proto__":"x","a":"y"},"UpdateTime":1},"CheckCode":"${sha('{"DeviceList":{"__proto__":"x","a":"y"},"UpdateTime":1}')}"}`;
+    const r = decodeDeviceInfoCfg(text);
+    expect(r.ok && [Object.keys(r.value.deviceList), Object.getPrototypeOf(r.value.deviceList)]).toEqual([
+      ['__proto__', 'a'],
+      Object.prototype,
+    ]);
+  });
+
+  test('0.1 a null value next to a "__proto__" key: "" for the null, the key stays ordinary', () => {
+    const text = `{"DeviceInfo":{"DeviceList":{"__proto__":null,"a":"y"},"UpdateTime":1},"CheckCode":"${sha('{"DeviceList":{"__proto__":"","a":"y"},"UpdateTime":1}')}"}`;
+    const r = decodeDeviceInfoCfg(text);
+    expect(r.ok && [Object.keys(r.value.deviceList), Object.getPrototypeOf(r.value.deviceList)]).toEqual([
+      ['__proto__', 'a'],
+      Object.prototype,
+    ]);
+  });
+
   test('0.1 a null value in DeviceList decodes as "" (Go map[string]string)', () => {
     const text = JSON.stringify({
       DeviceInfo: { DeviceList: { a: null }, UpdateTime: 1 },

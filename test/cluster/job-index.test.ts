@@ -35,4 +35,23 @@ describe('1.3 job of an NPU', () => {
       j.jobOf('node-2', 'Ascend910-1'),
     ]).toEqual(['', '', 'job-b']);
   });
+
+  test('1.3 an update of a pod with a changed annotation takes the new device list', () => {
+    const j = new JobIndex();
+    j.upsertPod(jobPod('a', 'node-1', 'job-a', [0]));
+    j.upsertPod(jobPod('a', 'node-1', 'job-a', [0]));
+    j.upsertPod(jobPod('a', 'node-1', 'job-a', [1]));
+    expect([j.jobOf('node-1', 'Ascend910-0'), j.jobOf('node-1', 'Ascend910-1')]).toEqual(['', 'job-a']);
+  });
+
+  test('1.3 a malformed annotation is reported again on every update that still carries it', () => {
+    const j = new JobIndex();
+    const pod = jobPod('a', 'node-1', 'job-a', [0]);
+    pod.metadata.annotations['ascend.kubectl.kubernetes.io/ascend-910-configuration'] = '{"devices":';
+    const errors = [j.upsertPod(pod), j.upsertPod(pod)];
+    expect([errors.map((e) => e?.includes('pod default/a')), j.jobOf('node-1', 'Ascend910-0')]).toEqual([
+      [true, true],
+      '',
+    ]);
+  });
 });

@@ -1,7 +1,9 @@
 import { describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
+import { checkCodeOf, deviceInfoGo } from '../../src/kube/device-info.js';
 import {
   GoJsonError,
+  compareGoStrings,
   goFloat,
   isEmptyJsonSlice,
   goMap,
@@ -10,8 +12,10 @@ import {
   goSha256Hex,
   goSlice,
   goStruct,
+  marshalDeviceInfo,
   marshalGo,
   marshalGoBytes,
+  sortGoStrings,
 } from '../../src/core/go-json.js';
 
 // Expected texts below are what Go 1.21 `json.Marshal` emits for the same values.
@@ -163,5 +167,186 @@ describe('spec H.6 omitempty of an encoded slice', () => {
 
   test('H.6 a slice with an element is not empty', () => {
     expect(isEmptyJsonSlice('[{"net_layer":0}]')).toBe(false);
+  });
+});
+
+/** What the generic encoder writes for the DeviceInfo struct: the reference of the direct encoder. */
+function genericDeviceInfo(list: Record<string, string> | null, updateTime: number): string {
+  return marshalGo(
+    goStruct([
+      ['DeviceList', goMap(list)],
+      ['UpdateTime', updateTime],
+    ]),
+  );
+}
+
+/** Deterministic pseudo-random integers (xorshift32) for the generated cases. */
+function rng(seed: number): (n: number) => number {
+  let x = seed;
+  return (n) => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+}
+
+/** Code units and pairs Go and JSON.stringify treat differently, plus ordinary ones. */
+const HOSTILE_UNITS = [
+  'a',
+  'Z',
+  '0',
+  '-',
+  '/',
+  '"',
+  '\\',
+  '<',
+  '>',
+  '&',
+  '\u0000',
+  '\b',
+  '\f',
+  '\n',
+  '\r',
+  '\t',
+  '\u001f',
+  '\u007f',
+  '\u00e9',
+  '\u2028',
+  '\u2029',
+  '\ud7ff',
+  '\ud800',
+  '\udbff',
+  '\udc00',
+  '\udfff',
+  '\ue000',
+  '\uffff',
+  '\ud83d\ude00',
+  '\u{10000}',
+  '\u{10ffff}',
+];
+
+function hostileString(next: (n: number) => number): string {
+  let s = '';
+  for (let i = next(6); i > 0; i--) s += HOSTILE_UNITS[next(HOSTILE_UNITS.length)]!;
+  return s;
+}
+
+describe('H.3 / H.6 the direct DeviceInfo encoder (marshalDeviceInfo) writes the generic encoder’s bytes', () => {
+  test('H.6 DeviceList keys are sorted by UTF-8 bytes: U+E000 and U+FFFF before a character above U+FFFF', () => {
+    const list = { '\u{10000}': 'a', '\uffff': 'b', '\ue000': 'c', 'huawei.com/Ascend910': 'd' };
+    const text = marshalDeviceInfo(list, 1);
+    expect(text).toBe(genericDeviceInfo(list, 1));
+    const order = ['huawei.com/Ascend910', '\ue000', '\uffff', '\u{10000}'].map((k) => text.indexOf(JSON.stringify(k)));
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+  });
+
+  test('H.6 <, > and & in keys and values are escaped as the generic encoder escapes them', () => {
+    const list = { '<k>': 'a&b', '&': '<>' };
+    expect(marshalDeviceInfo(list, 0)).toBe(genericDeviceInfo(list, 0));
+  });
+
+  test('H.6 U+2028 and U+2029 are escaped in keys and values', () => {
+    const list = { '\u2028': '\u2029', x: 'a\u2028b' };
+    expect(marshalDeviceInfo(list, 0)).toBe(genericDeviceInfo(list, 0));
+  });
+
+  test('H.6 lone surrogates become U+FFFD in keys and values', () => {
+    const list = { '\ud800': 'x\udfff', '\udc00\ud800': '\ud83d' };
+    expect(marshalDeviceInfo(list, 0)).toBe(genericDeviceInfo(list, 0));
+  });
+
+  test('H.6 control characters (\\b and \\f as \\u0008 and \\u000c) are encoded as the generic encoder does', () => {
+    const list = { '\b\f': '\u0000\n\r\t\u001f\u007f' };
+    expect(marshalDeviceInfo(list, 0)).toBe(genericDeviceInfo(list, 0));
+  });
+
+  test('H.6 quotes, backslashes and a nested JSON text (the -Fault value) are escaped', () => {
+    const list = { 'huawei.com/Ascend910-Fault': JSON.stringify([{ fault_code: '80E18402', x: 'a"\\b' }]) };
+    expect(marshalDeviceInfo(list, 0)).toBe(genericDeviceInfo(list, 0));
+  });
+
+  test('H.6 an empty DeviceList is {}', () => {
+    expect(marshalDeviceInfo({}, 0)).toBe(genericDeviceInfo({}, 0));
+  });
+
+  test('H.3 a nil DeviceList is null (issue [O] item 6)', () => {
+    expect(marshalDeviceInfo(null, 0)).toBe(genericDeviceInfo(null, 0));
+  });
+
+  test('H.3 the CheckCode of a nil DeviceList is the SHA-256 of the null form', () => {
+    const expected = createHash('sha256').update(genericDeviceInfo(null, 0)).digest('hex');
+    expect(checkCodeOf(null, 0)).toBe(expected);
+  });
+
+  test('H.3 the CheckCode is the SHA-256 of the generic serialisation, non-ASCII included', () => {
+    const list = { 'huawei.com/Ascend910': 'Ascend910-0', '\u00e9': '\u{10ffff}' };
+    expect(checkCodeOf(list, 1_772_359_200)).toBe(goSha256Hex(deviceInfoGo(list, 1_772_359_200)));
+  });
+
+  test('H.6 the largest safe UpdateTime, a negative one and -0 are written as the generic encoder writes them', () => {
+    for (const t of [Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, -0, -1]) {
+      expect(marshalDeviceInfo({ a: 'b' }, t)).toBe(genericDeviceInfo({ a: 'b' }, t));
+    }
+  });
+
+  test('H.6 an UpdateTime that is not a safe integer is refused as by the generic encoder', () => {
+    for (const t of [2 ** 53, 1.5, Number.NaN]) {
+      expect(() => genericDeviceInfo({}, t)).toThrow(GoJsonError);
+      expect(() => marshalDeviceInfo({}, t)).toThrow(GoJsonError);
+    }
+  });
+
+  test('H.6 a key "__proto__" is an ordinary key', () => {
+    const list = JSON.parse('{"__proto__":"x","a":"y"}') as Record<string, string>;
+    expect(marshalDeviceInfo(list, 0)).toBe(genericDeviceInfo(list, 0));
+  });
+
+  test('H.6 2,000 generated DeviceLists of hostile keys and values encode alike', () => {
+    const next = rng(0x5eed);
+    const mismatches: string[] = [];
+    for (let c = 0; c < 2000; c++) {
+      const list: Record<string, string> = {};
+      for (let k = next(6); k > 0; k--) list[hostileString(next)] = hostileString(next);
+      const t = next(2) === 0 ? next(1 << 30) : -next(1000);
+      if (marshalDeviceInfo(list, t) !== genericDeviceInfo(list, t)) mismatches.push(JSON.stringify(list));
+    }
+    expect(mismatches).toEqual([]);
+  });
+});
+
+describe('H.6 Go string order and quoting paths', () => {
+  test('H.6 sortGoStrings orders 2,000 generated lists as a byte-wise sort of their UTF-8 encodings', () => {
+    const next = rng(0xbeef);
+    const mismatches: string[][] = [];
+    for (let c = 0; c < 2000; c++) {
+      const keys = Array.from({ length: next(8) }, () => hostileString(next));
+      const bytes = [...keys].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+      const sorted = sortGoStrings([...keys]);
+      // strings equal as UTF-8 (lone surrogates are all U+FFFD) may come in either order: compare the encodings
+      if (
+        sorted.map((k) => Buffer.from(k).toString('hex')).join() !==
+        bytes.map((k) => Buffer.from(k).toString('hex')).join()
+      ) {
+        mismatches.push(keys);
+      }
+    }
+    expect(mismatches).toEqual([]);
+  });
+
+  test('H.6 compareGoStrings is the UTF-8 byte order where UTF-16 order differs (U+FFFF < U+10000)', () => {
+    expect(compareGoStrings('\uffff', '\u{10000}')).toBe(-1);
+    expect('\uffff' < '\u{10000}').toBe(false);
+  });
+
+  test('H.6 goQuote writes the same text with and without its JSON.stringify path for every code unit', () => {
+    // each unit alone and next to ordinary text; the loop path is taken when the string holds a '<' as well
+    const mismatches: number[] = [];
+    for (let c = 0; c <= 0xffff; c++) {
+      const s = `a${String.fromCharCode(c)}b`;
+      const viaLoop = goQuote(`<${s}`);
+      if (`"\\u003c${goQuote(s).slice(1)}` !== viaLoop) mismatches.push(c);
+    }
+    expect(mismatches).toEqual([]);
   });
 });

@@ -130,18 +130,37 @@ export class PublicFaultCache {
    * inserts with `addTime = now`).
    */
   insert(node: string, key: string, record: NewRecord, nowS: number): 'added' | 'exists' | 'capped' {
-    let m = this.#nodes.get(node);
+    return this.#insert(this.#nodes.get(node), node, key, record, nowS);
+  }
+
+  /** {@link insert} with the node's map already looked up (`m`, undefined when the node has none). */
+  #insert(
+    m: Map<string, PublicFaultRecord> | undefined,
+    node: string,
+    key: string,
+    record: NewRecord,
+    nowS: number,
+  ): 'added' | 'exists' | 'capped' {
     if (m?.has(key)) return 'exists';
     if (this.#size >= this.cap) return 'capped';
     if (m === undefined) {
       m = new Map();
       this.#nodes.set(node, m);
     }
-    // frozen: the processor's per-node cache (processor.ts) relies on entries never changing in place
-    m.set(
-      key,
-      Object.freeze({ ...record, devIds: Object.freeze([...record.devIds]), assertion: 'occur', addTime: nowS }),
-    );
+    // frozen: the processor's per-node cache (processor.ts) relies on entries never changing in place; the members
+    // are written out (not spread) so that every entry has one shape, in the order of PublicFaultRecord
+    const entry: PublicFaultRecord = {
+      resource: record.resource,
+      faultId: record.faultId,
+      faultType: record.faultType,
+      faultCode: record.faultCode,
+      level: record.level,
+      devIds: Object.freeze(record.devIds.slice()),
+      faultTime: record.faultTime,
+      assertion: 'occur',
+      addTime: nowS,
+    };
+    m.set(key, Object.freeze(entry));
     this.#size++;
     this.#nodeVersions.set(node, ++this.#version);
     this.#changed.add(node);
@@ -170,13 +189,13 @@ export class PublicFaultCache {
 
   /** §2.7: one (fault × influence) with its assertion, at `nowS`. */
   apply(assertion: Assertion, node: string, key: string, record: NewRecord, nowS: number): ApplyOutcome {
-    const existing = this.get(node, key);
+    const m = this.#nodes.get(node);
+    if (assertion === 'occur') return this.#insert(m, node, key, record, nowS);
+    const existing = m?.get(key);
     switch (assertion) {
-      case 'occur':
-        return this.insert(node, key, record, nowS);
       case 'once': {
         if (existing !== undefined) return 'exists';
-        const r = this.insert(node, key, record, nowS);
+        const r = this.#insert(m, node, key, record, nowS);
         // upstream queues the delete even when the cap refused the insert; harmless either way
         this.#enqueue(node, key, nowS + VISIBLE_SECONDS);
         return r === 'added' ? 'added' : r;

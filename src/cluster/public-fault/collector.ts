@@ -128,22 +128,19 @@ export class PublicFaultCollector {
     let capped = 0;
     for (const { fault, level, targets } of result.faults) {
       const key = faultKey(msg.resource, fault.faultId);
-      const record = {
-        resource: msg.resource,
-        faultId: fault.faultId,
-        faultType: fault.faultType,
-        faultCode: fault.faultCode,
-        level,
-        faultTime: Math.floor(fault.faultTime / 1000),
-      };
+      const faultTime = Math.floor(fault.faultTime / 1000);
       for (const t of targets) {
-        const r = this.#o.cache.apply(
-          fault.assertion as Assertion,
-          t.node,
-          key,
-          { ...record, devIds: t.deviceIds },
-          nowS,
-        );
+        // one literal per target, not a spread of a per-fault record (the cache copies what it stores)
+        const record = {
+          resource: msg.resource,
+          faultId: fault.faultId,
+          faultType: fault.faultType,
+          faultCode: fault.faultCode,
+          level,
+          devIds: t.deviceIds,
+          faultTime,
+        };
+        const r = this.#o.cache.apply(fault.assertion as Assertion, t.node, key, record, nowS);
         if (r === 'capped') capped++;
       }
     }

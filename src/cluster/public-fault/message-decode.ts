@@ -109,7 +109,19 @@ class Decoder {
 
   /** A string literal; its value only when `build`. */
   #string(build: boolean): string {
-    STRING.lastIndex = this.#i;
+    // a string without escapes (nearly all) ends at the first quote: read without the regex and its match array;
+    // a backslash or a control character sends it to the full grammar (which refuses the latter)
+    const t = this.#text;
+    const start = this.#i;
+    for (let j = start + 1; j < t.length; j++) {
+      const c = t.charCodeAt(j);
+      if (c === 0x22) {
+        this.#i = j + 1;
+        return build ? t.slice(start + 1, j) : '';
+      }
+      if (c === 0x5c || c < 0x20) break;
+    }
+    STRING.lastIndex = start;
     const m = STRING.exec(this.#text);
     if (m === null) return this.#syntax('bad string');
     this.#i += m[0].length;

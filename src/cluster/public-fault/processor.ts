@@ -30,6 +30,7 @@ import {
   type DeviceViewProcessor,
   type FaultObject,
   type NodeDeviceView,
+  type TimeAndLevel,
 } from '../device-view.js';
 import type { PublicFaultCache } from './cache.js';
 import type { PublicFaultRecord } from './types.js';
@@ -49,9 +50,24 @@ export function publicDeviceFault(deviceType: string, id: number, r: PublicFault
       fault_level: r.level,
       fault_handling: r.level,
       fault_code: r.faultCode,
-      fault_time_and_level_map: { [r.faultCode]: { fault_time: r.faultTime, fault_level: r.level } },
+      fault_time_and_level_map: timeAndLevelMap(r),
     },
   };
+}
+
+/**
+ * `{ [code]: { fault_time, fault_level } }` by assignment (issue [O]: the computed-key literal was the largest
+ * single cost of the first pass at 50,000 records); a code `__proto__` is defined, so that it stays an own key.
+ */
+function timeAndLevelMap(r: PublicFaultRecord): Record<string, TimeAndLevel> {
+  const map: Record<string, TimeAndLevel> = {};
+  const entry: TimeAndLevel = { fault_time: r.faultTime, fault_level: r.level };
+  if (r.faultCode === '__proto__') {
+    Object.defineProperty(map, r.faultCode, { value: entry, writable: true, enumerable: true, configurable: true });
+  } else {
+    map[r.faultCode] = entry;
+  }
+  return map;
 }
 
 /**
@@ -113,12 +129,15 @@ interface NodeMemo {
   readonly deviceType: string;
   readonly available: SeenEntry;
   readonly unhealthy: SeenEntry;
-  /** every NPU the records name, with the faults present on it before the pass (undefined: no list) */
-  readonly touched: readonly (readonly [string, readonly SeenObject[] | undefined])[];
+  /** the NPUs the records name that had no fault list before the pass */
+  readonly touchedBare: readonly string[];
+  /** the other NPUs the records name, with the faults present on them before the pass */
+  readonly touchedSeen: readonly (readonly [string, readonly SeenObject[]])[];
   /** false when a present fault could not be copied for comparison: the next pass recomputes */
   readonly cacheable: boolean;
   // outcome
-  readonly additions: readonly (readonly [string, DeviceFault])[];
+  /** the faults added, in order (each on the NPU its object names) */
+  readonly additions: readonly DeviceFault[];
   /** `DeviceList` writes in first-write order (available before `-Unhealthy`), final values */
   readonly listWrites: readonly (readonly [string, string])[];
   readonly added: boolean;
@@ -181,41 +200,65 @@ function stillSeen(o: FaultObject, s: SeenObject): boolean {
   return true;
 }
 
-/**
- * Injected objects by what they depend on besides the node's device type: time → level → code → NPU id (an array
- * used as a map; ids are small integers, anything else still works as a property key). Maps key by SameValueZero, so
- * -0 gets its own key; NaN times share one, harmless as such objects are offered every time anyway.
- */
-type ObjectTable = Map<number | string, Map<string, Map<string, DeviceFault[]>>>;
-
-function timeKey(t: number): number | string {
-  return Object.is(t, -0) ? '-0' : t;
+/** The injected objects of one (time, level, code): NPU id → object (an array used as a map). */
+interface ObjectGroup {
+  readonly time: number;
+  readonly level: string;
+  readonly code: string;
+  readonly byId: DeviceFault[];
 }
 
-/** The id → object array of (time, level, code); created when `create`. */
-function group(table: ObjectTable, r: PublicFaultRecord, create: true): DeviceFault[];
-function group(table: ObjectTable | undefined, r: PublicFaultRecord, create: false): DeviceFault[] | undefined;
-function group(table: ObjectTable | undefined, r: PublicFaultRecord, create: boolean): DeviceFault[] | undefined {
-  if (table === undefined) return undefined;
-  const tk = timeKey(r.faultTime);
-  let byLevel = table.get(tk);
-  if (byLevel === undefined) {
-    if (!create) return undefined;
-    table.set(tk, (byLevel = new Map<string, Map<string, DeviceFault[]>>()));
+/** Groups searched linearly up to this many; beyond, through a map. */
+const LINEAR_GROUPS = 8;
+
+/**
+ * Injected objects by what they depend on besides the node's device type: (time, level, code) → NPU id → object.
+ * Times compare with `Object.is` (-0 has its own group; NaN times share one, harmless as such objects are offered
+ * every time anyway). A node has few groups: they are searched in a list, without a map or a key string per
+ * record (issue [O]: three nested maps per node at the first pass, then a string key per record, were most of it);
+ * a node with many gets a map by {@link groupKey}.
+ */
+class ObjectTable {
+  readonly #groups: ObjectGroup[] = [];
+  #byKey: Map<string, ObjectGroup> | undefined;
+
+  /** The group of `r`, or undefined. */
+  find(r: PublicFaultRecord): ObjectGroup | undefined {
+    if (this.#byKey !== undefined) return this.#byKey.get(groupKey(r.faultTime, r.level, r.faultCode));
+    for (const g of this.#groups) {
+      if (Object.is(g.time, r.faultTime) && g.level === r.level && g.code === r.faultCode) return g;
+    }
+    return undefined;
   }
-  let byCode = byLevel.get(r.level);
-  if (byCode === undefined) {
-    if (!create) return undefined;
-    byLevel.set(r.level, (byCode = new Map<string, DeviceFault[]>()));
+
+  /** The group of `r`, created when absent. */
+  get(r: PublicFaultRecord): ObjectGroup {
+    const found = this.find(r);
+    if (found !== undefined) return found;
+    const g: ObjectGroup = { time: r.faultTime, level: r.level, code: r.faultCode, byId: [] };
+    this.#groups.push(g);
+    if (this.#byKey !== undefined) {
+      this.#byKey.set(groupKey(g.time, g.level, g.code), g);
+    } else if (this.#groups.length > LINEAR_GROUPS) {
+      this.#byKey = new Map();
+      for (const x of this.#groups) this.#byKey.set(groupKey(x.time, x.level, x.code), x);
+    }
+    return g;
   }
-  let byId = byCode.get(r.faultCode);
-  if (byId === undefined && create) byCode.set(r.faultCode, (byId = []));
-  return byId;
+}
+
+/**
+ * The map key of (time, level, code), one-to-one: the time's shortest decimal form (never a NUL; `-0` for -0),
+ * NUL, the level's length and `:`, the level, the code.
+ */
+function groupKey(time: number, level: string, code: string): string {
+  return `${Object.is(time, -0) ? '-0' : String(time)}\0${level.length}:${level}${code}`;
 }
 
 function freezeFault(f: DeviceFault): DeviceFault {
-  for (const v of Object.values(f.object.fault_time_and_level_map)) Object.freeze(v);
-  Object.freeze(f.object.fault_time_and_level_map);
+  const map = f.object.fault_time_and_level_map;
+  for (const k in map) Object.freeze(map[k]);
+  Object.freeze(map);
   Object.freeze(f.object);
   return Object.freeze(f);
 }
@@ -288,7 +331,7 @@ export class PubFaultProcessor implements DeviceViewProcessor {
   ): NodeMemo {
     const deviceType = view.deviceType;
     const old = previous?.deviceType === deviceType ? previous.objects : undefined;
-    const objects: ObjectTable = new Map();
+    const objects = new ObjectTable();
     /**
      * The objects to offer, in record order then `devIds` order, each once: offering the same object again can
      * never add it (it, or what made "add fault and fix" refuse it, is still on the device) — except with a NaN
@@ -297,12 +340,14 @@ export class PubFaultProcessor implements DeviceViewProcessor {
      */
     const offered: DeviceFault[] = [];
     for (const r of records.values()) {
-      const byId = group(objects, r, true);
+      const byId = objects.get(r).byId;
       let previousById: DeviceFault[] | undefined | null = null;
-      for (const id of r.devIds) {
+      const ids = r.devIds;
+      for (let j = 0; j < ids.length; j++) {
+        const id = ids[j]!;
         let f = byId[id];
         if (f === undefined) {
-          if (previousById === null) previousById = group(old, r, false);
+          if (previousById === null) previousById = old?.find(r)?.byId;
           f = previousById?.[id];
           if (f === undefined) {
             f = freezeFault(publicDeviceFault(deviceType, id, r));
@@ -321,47 +366,43 @@ export class PubFaultProcessor implements DeviceViewProcessor {
     const unhealthyKey = `${key}-Unhealthy`;
     const available = seenEntry(view.deviceList, key);
     const unhealthy = seenEntry(view.deviceList, unhealthyKey);
-    const touched: [string, SeenObject[] | undefined][] = [];
-    const seenDevices = new Set<string>();
+    // (at most 32 NPUs per node: linear lookups, no Set and no pair per NPU without faults)
+    const touchedBare: string[] = [];
+    const touchedSeen: [string, SeenObject[]][] = [];
     let cacheable = true;
     for (const f of offered) {
       const device = f.object.npu_name;
-      if (seenDevices.has(device)) continue;
-      seenDevices.add(device);
       const list = view.faults.get(device);
-      let seen: SeenObject[] | undefined;
-      if (list !== undefined) {
-        seen = [];
-        for (const x of list) {
-          const s = seenObject(x.object);
-          if (s === undefined) cacheable = false;
-          else seen.push(s);
-        }
+      if (list === undefined) {
+        if (!touchedBare.includes(device)) touchedBare.push(device);
+        continue;
       }
-      touched.push([device, seen]);
+      if (touchedSeen.some(([d]) => d === device)) continue;
+      const seen: SeenObject[] = [];
+      for (const x of list) {
+        const s = seenObject(x.object);
+        if (s === undefined) cacheable = false;
+        else seen.push(s);
+      }
+      touchedSeen.push([device, seen]);
     }
 
     // the pass itself
-    const additions: [string, DeviceFault][] = [];
-    for (const f of offered) {
-      const device = f.object.npu_name;
-      if (addFaultAndFix(view, device, f)) additions.push([device, f]);
-    }
+    const additions: DeviceFault[] = [];
+    for (const f of offered) if (addFaultAndFix(view, f.object.npu_name, f)) additions.push(f);
 
     const listWrites: [string, string][] = [];
-    for (const [k, before] of [
-      [key, available],
-      [unhealthyKey, unhealthy],
-    ] as const) {
-      const after = seenEntry(view.deviceList, k);
-      if (after.present !== before.present || after.value !== before.value) listWrites.push([k, after.value!]);
+    if (!sameEntry(view.deviceList, key, available)) listWrites.push([key, view.deviceList[key]!]);
+    if (!sameEntry(view.deviceList, unhealthyKey, unhealthy)) {
+      listWrites.push([unhealthyKey, view.deviceList[unhealthyKey]!]);
     }
     return {
       version,
       deviceType,
       available,
       unhealthy,
-      touched,
+      touchedBare,
+      touchedSeen,
       cacheable,
       additions,
       listWrites,
@@ -377,13 +418,10 @@ function fits(memo: NodeMemo, version: number, view: NodeDeviceView): boolean {
   const key = availableKey(view.deviceType);
   if (!sameEntry(view.deviceList, key, memo.available)) return false;
   if (!sameEntry(view.deviceList, `${key}-Unhealthy`, memo.unhealthy)) return false;
-  for (const [device, seen] of memo.touched) {
+  for (const device of memo.touchedBare) if (view.faults.get(device) !== undefined) return false;
+  for (const [device, seen] of memo.touchedSeen) {
     const list = view.faults.get(device);
-    if (list === undefined || seen === undefined) {
-      if (list !== seen) return false;
-      continue;
-    }
-    if (list.length !== seen.length) return false;
+    if (list === undefined || list.length !== seen.length) return false;
     for (let j = 0; j < list.length; j++) if (!stillSeen(list[j]!.object, seen[j]!)) return false;
   }
   return true;
@@ -391,7 +429,8 @@ function fits(memo: NodeMemo, version: number, view: NodeDeviceView): boolean {
 
 /** Applies a remembered outcome to a fresh view whose inputs equal the remembered ones; returns whether anything was added. */
 function replay(memo: NodeMemo, view: NodeDeviceView): boolean {
-  for (const [device, f] of memo.additions) {
+  for (const f of memo.additions) {
+    const device = f.object.npu_name;
     let list = view.faults.get(device);
     if (list === undefined) view.faults.set(device, (list = []));
     list.push(f);

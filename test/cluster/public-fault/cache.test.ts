@@ -222,4 +222,29 @@ describe('per-node version and frozen entries (the processor cache relies on the
     c.expire(S + 5);
     expect([c.has('node-1', KEY), c.nodeVersion('node-1') !== v2]).toEqual([false, true]);
   });
+
+  test('§2.8 a stored entry has exactly the record members, assertion occur and addTime, in one member order', () => {
+    const c = new PublicFaultCache();
+    // the same members given in another order and with an extra one: the entry is written out, not spread
+    const r = rec({ faultId: 'x-0000001' });
+    const given = {
+      faultTime: r.faultTime,
+      devIds: r.devIds,
+      level: r.level,
+      extra: 1,
+      faultCode: r.faultCode,
+      faultType: r.faultType,
+      faultId: r.faultId,
+      resource: r.resource,
+    };
+    c.insert('node-1', 'k', given, S + 1);
+    c.apply('occur', 'node-2', 'k', rec(), S + 2);
+    const a = c.get('node-1', 'k')!;
+    const b = c.get('node-2', 'k')!;
+    expect([Object.keys(a), Object.keys(b), a]).toEqual([
+      ['resource', 'faultId', 'faultType', 'faultCode', 'level', 'devIds', 'faultTime', 'assertion', 'addTime'],
+      Object.keys(a),
+      { ...r, assertion: 'occur', addTime: S + 1 },
+    ]);
+  });
 });

@@ -28,6 +28,18 @@ describe('§2.1 JSON decoding of the ConfigMap value (Go semantics)', () => {
     ]);
   });
 
+  test('§2.1 a raw control character in a string makes the value unparsable', () => {
+    expect(() => decodePublicFaultMessage('{"id":"ab\u0001c"}')).toThrow(MessageDecodeError);
+  });
+
+  test('§2.1 an unterminated string makes the value unparsable', () => {
+    expect(() => decodePublicFaultMessage('{"id":"abc')).toThrow(MessageDecodeError);
+  });
+
+  test('§2.1 escapes in member names and values are decoded', () => {
+    expect(decodePublicFaultMessage(String.raw`{"\u0069d":"a\"b\\c\u00e9"}`).id).toBe('a"b\\c\u00e9');
+  });
+
   test('§2.1 field names match case-insensitively', () => {
     expect(decodePublicFaultMessage('{"ID":"abc","Resource":"CCAE"}')).toMatchObject({ id: 'abc', resource: 'CCAE' });
   });

@@ -67,6 +67,50 @@ describe('§2.9 PubFaultProcessor cache: nothing changed', () => {
     expect(s.processor.stats).toEqual({ passes: 1, nodeReplays: 0, nodeRecomputes: 3, objectsCreated: 8 });
   });
 
+  test('§2.9 records of one node share an injected object only when time, level and code are all equal', () => {
+    const cache = new PublicFaultCache();
+    const put = (id: string, over: Partial<NewRecord>) =>
+      cache.insert('n1', faultKey('CCAE', id), rec({ faultId: id, devIds: [0], ...over }), S);
+    put('f-1', {});
+    put('f-2', {}); // equal to f-1: shares its object
+    put('f-3', { faultTime: S + 1 });
+    put('f-4', { level: 'SubHealthFault' });
+    put('f-5', { faultCode: '220001002' });
+    put('f-6', { faultTime: 0 });
+    put('f-7', { faultTime: -0 }); // kept apart from 0, as before the flat table
+    const processor = new PubFaultProcessor(cache);
+    const out = cycle(processor, cache, new Map([['n1', npuView('n1')]]), NOW);
+    expect([dump(out.cached) === dump(out.reference), processor.stats.objectsCreated]).toEqual([true, 6]);
+  });
+
+  test('§2.9 a node with many (time, level, code) groups shares and reuses objects the same way', () => {
+    const cache = new PublicFaultCache();
+    // 20 distinct times, each sent twice (equal records share), plus 0 and -0 kept apart
+    for (let i = 0; i < 40; i++) {
+      cache.insert(
+        'n1',
+        faultKey('CCAE', `f-${i}`),
+        rec({ faultId: `f-${i}`, devIds: [i % 4], faultTime: S + (i % 20) }),
+        S,
+      );
+    }
+    cache.insert('n1', faultKey('CCAE', 'z-0'), rec({ faultId: 'z-0', devIds: [0], faultTime: 0 }), S);
+    cache.insert('n1', faultKey('CCAE', 'z-1'), rec({ faultId: 'z-1', devIds: [0], faultTime: -0 }), S);
+    const processor = new PubFaultProcessor(cache);
+    const base = new Map([['n1', npuView('n1')]]);
+    const first = cycle(processor, cache, base, NOW);
+    const created = processor.stats.objectsCreated;
+    // a new record on the node: recomputed, every earlier object reused
+    cache.insert('n1', faultKey('CCAE', 'new'), rec({ faultId: 'new', devIds: [1], faultTime: S + 99 }), S);
+    const second = cycle(processor, cache, base, NOW + 1000);
+    expect([
+      dump(first.cached) === dump(first.reference),
+      created,
+      dump(second.cached) === dump(second.reference),
+      processor.stats.objectsCreated - created,
+    ]).toEqual([true, 22, true, 1]);
+  });
+
   test('a second pass on fresh copies replays every node: same output, no object built, the same objects', () => {
     const s = setup();
     const r = checkedCycle(s);

@@ -191,3 +191,18 @@ describe('§2.9 PubFaultProcessor', () => {
     expect([views.get('node-1')!.updateTime, codes(views.get('node-1'), 'Ascend910-0').length]).toEqual([42, 1]);
   });
 });
+
+describe('§2.9 the injected object', () => {
+  test('§2.9 a faultCode "__proto__" is an own key of fault_time_and_level_map, not the prototype', () => {
+    const cache = new PublicFaultCache();
+    cache.insert('n1', faultKey('CCAE', 'f-1'), rec({ faultCode: '__proto__', devIds: [0] }), S);
+    const map = run(cache, [view('n1')])
+      .get('n1')!
+      .faults.get('Ascend910-0')![0]!.object.fault_time_and_level_map;
+    expect([Object.keys(map), Object.getPrototypeOf(map), map.__proto__]).toEqual([
+      ['__proto__'],
+      Object.prototype,
+      { fault_time: S, fault_level: 'SeparateNPU' },
+    ]);
+  });
+});
