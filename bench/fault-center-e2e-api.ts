@@ -7,8 +7,8 @@
  * Talks to its parent over IPC (see `Command` / `Report`). Not a test: figures only.
  */
 import * as k8s from '@kubernetes/client-node';
-import { checkCodeOf } from '../src/kube/device-info.js';
 import { CONFIGMAPS, KubeApiStandIn, PODS, VOLCANO_PODGROUPS } from '../src/sim/kube-api.js';
+import { deviceInfo, jobPod, podGroup, publicFaultConfigMaps } from './fault-center-cluster.js';
 import { percentile } from './stats.js';
 
 /** What the parent asks. */
@@ -33,121 +33,7 @@ export type Report =
 
 const N = Number(process.env.E2E_NODES ?? 1000);
 const PUBLIC = Number(process.env.E2E_PUBLIC_FAULTS ?? 0);
-const CHIPS = 16;
-/** share of chips with a device fault (the issue's 3–6 %) */
-const FAULTED = 0.045;
-const SENDERS = ['CCAE', 'fd-online', 'pingmesh', 'Netmind', 'dpcStorage', 'dtfsStorage'];
-const CODES: [string, string][] = [
-  ['80E01801', 'RestartNPU'],
-  ['8C084E00', 'SeparateNPU'],
-  ['80E3A201', 'SeparateNPU'],
-  ['81078603', 'RestartBusiness'],
-];
-/** The marker of an update: a NotHandleFault (never counted, chip stays available) whose fault_time is the update's number. */
-const MARKER_CODE = '80C98000';
-
 const send = (r: Report): void => void process.send!(r);
-
-/** Deterministic pseudo-random in [0, 1) from integers. */
-function hash01(...xs: number[]): number {
-  let h = 2166136261;
-  for (const x of xs) {
-    h ^= x;
-    h = Math.imul(h, 16777619) >>> 0;
-    h ^= h >>> 13;
-  }
-  return (h >>> 0) / 4294967296;
-}
-
-function fault(dev: string, code: string, level: string, timeMs: number): Record<string, unknown> {
-  return {
-    fault_type: 'CardUnhealthy',
-    npu_name: dev,
-    large_model_fault_level: level,
-    fault_level: level,
-    fault_handling: level,
-    fault_code: code,
-    fault_time_and_level_map: { [code]: { fault_time: timeMs, fault_level: level } },
-  };
-}
-
-/** Node `n`'s device-info ConfigMap; `salt` re-rolls its faults, `marker` adds the update marker. */
-function deviceInfo(n: number, salt: number, marker?: number) {
-  const faults: Record<string, unknown>[] = [];
-  const bad = new Set<string>();
-  for (let c = 0; c < CHIPS; c++) {
-    if (hash01(n, c, salt) >= FAULTED) continue;
-    const [code, level] = CODES[Math.floor(hash01(n, c, salt, 7) * CODES.length)]!;
-    faults.push(fault(`Ascend910-${c}`, code, level, 1_772_359_200_000 + salt));
-    bad.add(`Ascend910-${c}`);
-  }
-  if (marker !== undefined) faults.push(fault(`Ascend910-${marker % CHIPS}`, MARKER_CODE, 'NotHandleFault', marker));
-  const all = Array.from({ length: CHIPS }, (_, i) => `Ascend910-${i}`);
-  const list: Record<string, string> = {
-    'huawei.com/Ascend910': all.filter((d) => !bad.has(d)).join(','),
-    'huawei.com/Ascend910-Unhealthy': [...bad].join(','),
-    'huawei.com/Ascend910-NetworkUnhealthy': '',
-    'huawei.com/Ascend910-Recovering': '',
-    'huawei.com/Ascend910-Fault': JSON.stringify(faults),
-  };
-  const updateTime = 1_772_359_200 + salt;
-  return {
-    metadata: {
-      name: `mindx-dl-deviceinfo-node-${n}`,
-      namespace: 'kube-system',
-      labels: { 'mx-consumer-cim': 'true' },
-    },
-    data: {
-      DeviceInfoCfg: JSON.stringify({
-        DeviceInfo: { DeviceList: list, UpdateTime: updateTime },
-        SuperPodID: -2,
-        ServerIndex: -2,
-        RackID: -2,
-        CheckCode: checkCodeOf(list, updateTime),
-      }),
-    },
-  };
-}
-
-function owner(uid: string) {
-  return [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'job', uid, controller: true }];
-}
-
-/** 100 public faults per ConfigMap, spread over the nodes, 1–2 NPUs each; 80 % SubHealthFault, 20 % SeparateNPU. */
-function publicFaultConfigMaps(total: number) {
-  const now = Date.now();
-  const out = [];
-  for (let m = 0; m * 100 < total; m++) {
-    const faults = [];
-    for (let i = 0; i < 100 && m * 100 + i < total; i++) {
-      const k = m * 100 + i;
-      const node = `node-${k % N}`;
-      const d = Math.floor(hash01(k, 3) * CHIPS);
-      const separate = hash01(k, 5) < 0.2;
-      faults.push({
-        faultId: `bench-pf-${m}-${i}`, // §2.5: 8 to 128 characters
-        faultType: 'NPU',
-        faultCode: separate ? '220001001' : '010001001',
-        faultTime: now - 60_000,
-        assertion: 'occur',
-        influence: [{ nodeName: node, deviceIds: hash01(k, 9) < 0.5 ? [d] : [d, (d + 1) % CHIPS] }],
-      });
-    }
-    out.push({
-      metadata: { name: `public-fault-${m}`, namespace: 'default', labels: { 'mc-consumer-publicfault': 'true' } },
-      data: {
-        PublicFault: JSON.stringify({
-          id: `bench.msg-${m}`.padEnd(8, '0'),
-          timestamp: now,
-          version: '1.0',
-          resource: SENDERS[m % SENDERS.length],
-          faults,
-        }),
-      },
-    });
-  }
-  return out;
-}
 
 const started = Date.now();
 // history: the center's watches resume within seconds; a longer one keeps hundreds of 800 KiB chunk versions alive
@@ -163,35 +49,10 @@ api.store.create(CONFIGMAPS, 'cluster-system', {
 });
 for (let n = 0; n < N; n++) {
   api.store.create(CONFIGMAPS, 'kube-system', deviceInfo(n, 0));
-  api.store.create(PODS, 'default', {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      name: `train-${n}`,
-      namespace: 'default',
-      ownerReferences: owner(`job-${n}`),
-      annotations: {
-        'ascend.kubectl.kubernetes.io/ascend-910-configuration': JSON.stringify({
-          pod_name: `train-${n}`,
-          server_id: '10.0.0.1',
-          devices: Array.from({ length: CHIPS }, (_, d) => ({
-            device_id: String(d),
-            device_ip: `10.1.0.${d}`,
-            rank_id: String(d),
-          })),
-        }),
-      },
-    },
-    spec: { nodeName: `node-${n}`, containers: [{ name: 'c', image: 'x' }] },
-  });
-  api.store.create(VOLCANO_PODGROUPS, 'default', {
-    apiVersion: 'scheduling.volcano.sh/v1beta1',
-    kind: 'PodGroup',
-    metadata: { name: `pg-${n}`, namespace: 'default', ownerReferences: owner(`job-${n}`) },
-    spec: { minMember: 1 },
-  });
+  api.store.create(PODS, 'default', jobPod(n));
+  api.store.create(VOLCANO_PODGROUPS, 'default', podGroup(n));
 }
-const pfs = publicFaultConfigMaps(PUBLIC);
+const pfs = publicFaultConfigMaps(PUBLIC, N, Date.now());
 for (const cm of pfs) api.store.create(CONFIGMAPS, 'default', cm);
 send({
   type: 'ready',

@@ -3,7 +3,7 @@
  * faults, Go-exact JSON per node, and chunking into ConfigMaps of about 800 KiB whose indices, once used, stay in
  * use. Pure.
  */
-import { goMap, goQuote as quote, goSlice, goStruct, marshalGo, type GoValue } from '../core/go-json.js';
+import { goMap, goQuote as quote, goSlice, goStruct, marshalGo, sortGoStrings, type GoValue } from '../core/go-json.js';
 import { DEVICE_INFO_NAME_PREFIX } from '../kube/device-info.js';
 import {
   levelRank,
@@ -20,35 +20,17 @@ export const CLUSTER_INFO_LABELS: Readonly<Record<string, string>> = Object.free
 /** §0.3: each chunk about 800 KiB or less. */
 export const CHUNK_LIMIT_BYTES = 800 * 1024;
 
-/**
- * Go's string order (bytes of the UTF-8 encoding) without encoding when it can: for code units below U+D800 the
- * UTF-16 order (`<`) is the UTF-8 byte order; from the first difference at or above it (surrogates, U+E000 up) the
- * two strings are encoded and compared as bytes. (Was `Buffer.compare` of two fresh buffers per comparison: a
- * tenth of the first cycle's sorting at 10,000 nodes, issue [O].)
- */
-export function byBytes(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 || y >= 0xd800) return Buffer.compare(Buffer.from(a), Buffer.from(b));
-    return x < y ? -1 : 1;
-  }
-  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
-}
-
 /** §0.3 fault-list encoding: one object per (device, fault_type), devices and types sorted. */
 export function mergeFaults(faults: ReadonlyMap<string, readonly DeviceFault[]>): FaultObject[] {
   const out: FaultObject[] = [];
-  for (const dev of [...faults.keys()].sort(byBytes)) {
+  for (const dev of sortGoStrings([...faults.keys()])) {
     const byType = new Map<string, DeviceFault[]>();
     for (const f of faults.get(dev) ?? []) {
       const l = byType.get(f.object.fault_type) ?? [];
       l.push(f);
       byType.set(f.object.fault_type, l);
     }
-    for (const type of [...byType.keys()].sort(byBytes)) {
+    for (const type of sortGoStrings([...byType.keys()])) {
       const members = byType.get(type)!;
       const counted = members.filter((m) => m.level !== 'ManuallySeparateNPU');
       const codes: string[] = [];
@@ -150,7 +132,7 @@ function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): str
   let out = '[';
   let first = true;
   const devs = [...faults.keys()];
-  if (devs.length > 1) devs.sort(byBytes);
+  if (devs.length > 1) sortGoStrings(devs);
   for (const dev of devs) {
     const list = faults.get(dev);
     if (list === undefined || list.length === 0) continue;
@@ -161,7 +143,7 @@ function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): str
       if (t === t0 || types?.includes(t) === true) continue;
       (types ??= [t0]).push(t);
     }
-    if (types !== undefined) types.sort(byBytes);
+    if (types !== undefined) sortGoStrings(types);
     for (const type of types ?? [t0]) {
       let level = 'NormalNPU';
       let rank = levelRank(level);
@@ -183,7 +165,7 @@ function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): str
       out += `${first ? '' : ','}{"fault_type":${quote(type)},"npu_name":${quote(dev)},"large_model_fault_level":${lv},"fault_level":${lv},"fault_handling":${lv},"fault_code":${quote(codes)},"fault_time_and_level_map":{`;
       first = false;
       const keys = Object.keys(map);
-      if (keys.length > 1) keys.sort(byBytes);
+      if (keys.length > 1) sortGoStrings(keys);
       for (let k = 0; k < keys.length; k++) {
         const t = map[keys[k]!]!;
         out += `${k > 0 ? ',' : ''}${quote(keys[k]!)}:{"fault_time":${goInt(t.fault_time)},"fault_level":${quote(t.fault_level)}}`;
@@ -238,7 +220,7 @@ export function buildChunks(
   const chunks: [string, string][][] = [];
   let current: [string, string][] = [];
   let size = 2;
-  for (const node of [...views.keys()].sort(byBytes)) {
+  for (const node of sortGoStrings([...views.keys()])) {
     const key = DEVICE_INFO_NAME_PREFIX + node;
     const value = publishedNodeJson(views.get(node)!);
     const add = Buffer.byteLength(key) + 3 + Buffer.byteLength(value) + 1;

@@ -22,7 +22,8 @@ import {
   type ManualSeparationState,
   type NodeManualRecord,
 } from './manual-separation.js';
-import { byBytes, publishedNodeJson } from './cluster-info.js';
+import { publishedNodeJson } from './cluster-info.js';
+import { sortGoStrings } from '../core/go-json.js';
 
 /** Options of the core. */
 export interface FaultCenterCoreOptions {
@@ -127,7 +128,7 @@ export class FaultCenterCore {
     this.#lastEnabled = enabled;
     const max = options.maxNodes;
     if (max !== undefined && dirty.size > max) {
-      const order = [...dirty].sort(byBytes);
+      const order = sortGoStrings([...dirty]);
       dirty = new Set(order.slice(0, max));
       this.#carry = new Set(order.slice(max));
     }

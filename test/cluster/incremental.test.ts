@@ -49,6 +49,20 @@ function published(core: FaultCenterCore): Record<string, string> {
   return out;
 }
 
+/** Public fault `f` of CCAE (SeparateNPU on NPU 2) on `node`. */
+function insertPublicFault(cache: PublicFaultCache, node: string): void {
+  const rec = {
+    resource: 'CCAE',
+    faultId: 'f',
+    faultType: 'NPU',
+    faultCode: '220001001',
+    level: 'SeparateNPU' as const,
+    devIds: [2],
+    faultTime: 1,
+  };
+  cache.insert(node, faultKey('CCAE', 'f'), rec, 1);
+}
+
 const CODES = ['80E01801', '8C084E00', '80E3A201'];
 const LEVELS = ['RestartNPU', 'SeparateNPU', 'NotHandleFault'];
 
@@ -124,20 +138,7 @@ describe('issue [O] item 1: incremental processing equals full processing', () =
         const faults = n % 3 === 0 ? [faultObject('Ascend910-1', '80E3A201', 'SeparateNPU', T0)] : [];
         s.core.intake.offer({ type: 'add', cm: deviceInfoCm(`node-${n}`, faults) });
       }
-      s.cache.insert(
-        'node-4',
-        faultKey('CCAE', 'f'),
-        {
-          resource: 'CCAE',
-          faultId: 'f',
-          faultType: 'NPU',
-          faultCode: '220001001',
-          level: 'SeparateNPU',
-          devIds: [2],
-          faultTime: 1,
-        },
-        1,
-      );
+      insertPublicFault(s.cache, 'node-4');
       return s;
     };
     const whole = build();
@@ -177,20 +178,7 @@ describe('issue [O] item 1: incremental processing equals full processing', () =
     const a = side();
     for (let n = 0; n < NODES; n++) a.core.intake.offer({ type: 'add', cm: deviceInfoCm(`node-${n}`, []) });
     a.core.cycle(T0);
-    a.cache.insert(
-      'node-5',
-      faultKey('CCAE', 'f'),
-      {
-        resource: 'CCAE',
-        faultId: 'f',
-        faultType: 'NPU',
-        faultCode: '220001001',
-        level: 'SeparateNPU',
-        devIds: [2],
-        faultTime: 1,
-      },
-      1,
-    );
+    insertPublicFault(a.cache, 'node-5');
     const r1 = a.core.cycle(T0 + 1000);
     a.core.manual.cache.addSeparateDev('node-7', 'Ascend910-1', 'X', T0);
     const r2 = a.core.cycle(T0 + 2000);

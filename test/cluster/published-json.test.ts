@@ -4,7 +4,8 @@
  * differs between UTF-16 and UTF-8.
  */
 import { describe, expect, test } from '@jest/globals';
-import { byBytes, publishedNodeJson, publishedNodeJsonGeneric } from '../../src/cluster/cluster-info.js';
+import { publishedNodeJson, publishedNodeJsonGeneric } from '../../src/cluster/cluster-info.js';
+import { compareGoStrings } from '../../src/core/go-json.js';
 import type { DeviceFault, NodeDeviceView } from '../../src/cluster/device-view.js';
 import { manualMarker } from '../../src/cluster/manual-fault-processor.js';
 import { faultObject } from './helpers.js';
@@ -108,6 +109,6 @@ describe('0.3 published node value, written directly', () => {
   test('0.3 names sort by their UTF-8 bytes, as Go sorts map keys', () => {
     const names = ['b', 'a\uff01', 'a\ud83d\ude00', 'a', 'ab', 'A', 'a~'];
     const bytes = [...names].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
-    expect([...names].sort(byBytes)).toEqual(bytes);
+    expect([...names].sort(compareGoStrings)).toEqual(bytes);
   });
 });

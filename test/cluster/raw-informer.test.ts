@@ -8,6 +8,8 @@ import * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER } from '../../src/core/logger.js';
 import type { WatchFn } from '../../src/kube/list-watch.js';
 import { listPath, RawInformer } from '../../src/cluster/raw-informer.js';
+import { RawConfigMapWriter } from '../../src/cluster/raw-configmap-writer.js';
+import { CONFIGMAPS, KubeApiStandIn } from '../../src/sim/kube-api.js';
 
 const cm = (name: string, rv: string) => ({ metadata: { name, namespace: 'kube-system', resourceVersion: rv } });
 
@@ -189,5 +191,45 @@ describe('0.1 inputs listed and watched', () => {
     expect(listPath('/api/v1/configmaps', 'a=b', 'metadata.name=c')).toBe(
       '/api/v1/configmaps?labelSelector=a%3Db&fieldSelector=metadata.name%3Dc',
     );
+  });
+
+  test('0.1 list chunking against the stand-in: lists compacted after the first page (410 Expired) are read again whole, every object once', async () => {
+    const api = await KubeApiStandIn.start();
+    try {
+      for (let i = 0; i < 1200; i++) {
+        api.store.create(CONFIGMAPS, 'kube-system', { metadata: { name: `cm-${String(i).padStart(4, '0')}` } });
+      }
+      const raw = new RawConfigMapWriter(api.kubeConfig());
+      const asked: string[] = [];
+      const added = new Set<string>();
+      let duplicates = 0;
+      const inf = new RawInformer<k8s.KubernetesObject>(
+        {
+          what: 'test',
+          path: '/api/v1/namespaces/kube-system/configmaps',
+          getJson: async (p) => {
+            asked.push(
+              new URL(p, 'http://x').searchParams.has('continue') ? 'page' : p.includes('limit=') ? 'first' : 'whole',
+            );
+            const answer = await raw.getJson(p);
+            if (asked.length === 1) api.compactLists(); // the server compacts right after the first page
+            return answer;
+          },
+          watch: () => Promise.resolve(new AbortController()),
+          logger: NOOP_LOGGER,
+        },
+        {
+          add: (o) => (added.has(o.metadata!.name!) ? duplicates++ : added.add(o.metadata!.name!)),
+          update: () => undefined,
+          delete: () => undefined,
+        },
+      );
+      await inf.start();
+      inf.stop();
+      raw.close();
+      expect([asked, added.size, duplicates, inf.synced]).toEqual([['first', 'page', 'whole'], 1200, 0, true]);
+    } finally {
+      await api.stop();
+    }
   });
 });

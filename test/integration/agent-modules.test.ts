@@ -21,23 +21,30 @@ const REGISTER = `
 import { register } from 'node:module';
 register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));`;
 
+/** Runs dist/cli/agent.js up to runAgent (it stops at DCMI: exit 3) and returns what it printed and every module it loaded. */
+function agentModules(): { stdout: string; urls: string[] } {
+  const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-modules-')), 'modules.txt');
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      `data:text/javascript,${encodeURIComponent(REGISTER)}`,
+      path.join(PROJECT_ROOT, 'dist/cli/agent.js'),
+      // up to runAgent (loaded on demand after the signal handlers), which stops at DCMI: exit 3
+      '-logFile=',
+      '-dcmiLibrary=/nonexistent/libdcmi.so',
+    ],
+    { env: { PATH: process.env.PATH, MODULE_LOG: log, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
+  );
+  const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  fs.rmSync(path.dirname(log), { recursive: true, force: true });
+  return { stdout: r.stdout, urls };
+}
+
 describe('agent module graph', () => {
   test('dist/cli/agent.js loads neither client-node nor the simulator', () => {
-    const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-modules-')), 'modules.txt');
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        `data:text/javascript,${encodeURIComponent(REGISTER)}`,
-        path.join(PROJECT_ROOT, 'dist/cli/agent.js'),
-        // up to runAgent (loaded on demand after the signal handlers), which stops at DCMI: exit 3
-        '-logFile=',
-        '-dcmiLibrary=/nonexistent/libdcmi.so',
-      ],
-      { env: { PATH: process.env.PATH, MODULE_LOG: log, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
-    );
-    expect(r.stdout).toContain('ascend-npu-agent');
-    const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    const { stdout, urls } = agentModules();
+    expect(stdout).toContain('ascend-npu-agent');
     expect(urls.some((u) => u.endsWith('/dist/agent/run-agent.js'))).toBe(true);
     expect(urls.some((u) => u.endsWith('/dist/kube/kube-client.js'))).toBe(true);
     const clientNode = urls.filter((u) => u.includes('/@kubernetes/client-node/'));
@@ -48,28 +55,14 @@ describe('agent module graph', () => {
       'dist/patch.js',
     ]);
     expect(urls.filter((u) => u.includes('/dist/sim/'))).toEqual([]);
-    fs.rmSync(path.dirname(log), { recursive: true, force: true });
   });
 
   test('A.3 without -logFile neither pino-roll nor date-fns is loaded (≈ 0.1–0.2 s of every start)', () => {
-    const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agent-modules-')), 'modules.txt');
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        `data:text/javascript,${encodeURIComponent(REGISTER)}`,
-        path.join(PROJECT_ROOT, 'dist/cli/agent.js'),
-        '-logFile=',
-        '-dcmiLibrary=/nonexistent/libdcmi.so',
-      ],
-      { env: { PATH: process.env.PATH, MODULE_LOG: log, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
-    );
-    expect(r.stdout).toContain('ascend-npu-agent');
-    const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    const { stdout, urls } = agentModules();
+    expect(stdout).toContain('ascend-npu-agent');
     expect([
       urls.some((u) => u.endsWith('/dist/observability/logger.js')),
       urls.filter((u) => u.includes('/pino-roll/') || u.includes('/date-fns/')),
     ]).toEqual([true, []]);
-    fs.rmSync(path.dirname(log), { recursive: true, force: true });
   });
 });
