@@ -158,3 +158,16 @@ export function readClusterInfo(values: readonly string[]): {
 export function centerKube(api: { readonly url: string }, token = 'stand-in-token'): ClusterKube {
   return builtInKube(new KubeClient({ server: api.url, token, insecureSkipTlsVerify: true }));
 }
+
+/** Public fault `f` of CCAE as the store keeps it: 220001001 (SeparateNPU) on NPU 2, faultTime 1 (cluster-faults §2). */
+export function ccaeSeparateFault() {
+  return {
+    resource: 'CCAE',
+    faultId: 'f',
+    faultType: 'NPU',
+    faultCode: '220001001',
+    level: 'SeparateNPU' as const,
+    devIds: [2],
+    faultTime: 1,
+  };
+}

@@ -9,7 +9,7 @@ import { faultKey, PublicFaultCache } from '../../src/cluster/public-fault/cache
 import { PubFaultProcessor } from '../../src/cluster/public-fault/processor.js';
 import { parsePolicy } from '../../src/cluster/policy.js';
 import { FaultCenterCore } from '../../src/cluster/processing-center.js';
-import { deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
+import { ccaeSeparateFault, deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
 
 const T0 = 1_772_359_200_000;
 const NODES = 12;
@@ -51,16 +51,7 @@ function published(core: FaultCenterCore): Record<string, string> {
 
 /** Public fault `f` of CCAE (SeparateNPU on NPU 2) on `node`. */
 function insertPublicFault(cache: PublicFaultCache, node: string): void {
-  const rec = {
-    resource: 'CCAE',
-    faultId: 'f',
-    faultType: 'NPU',
-    faultCode: '220001001',
-    level: 'SeparateNPU' as const,
-    devIds: [2],
-    faultTime: 1,
-  };
-  cache.insert(node, faultKey('CCAE', 'f'), rec, 1);
+  cache.insert(node, faultKey('CCAE', 'f'), ccaeSeparateFault(), 1);
 }
 
 const CODES = ['80E01801', '8C084E00', '80E3A201'];

@@ -9,7 +9,7 @@ import { PubFaultProcessor } from '../../src/cluster/public-fault/processor.js';
 import { encodeNodeEntry } from '../../src/cluster/manual-cache.js';
 import { parsePolicy } from '../../src/cluster/policy.js';
 import { FaultCenterCore } from '../../src/cluster/processing-center.js';
-import { deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
+import { ccaeSeparateFault, deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
 
 const T1 = 1_772_359_200_000;
 const FAULT = () => [faultObject('Ascend910-3', '80E01801', 'RestartNPU', T1)];
@@ -63,15 +63,7 @@ describe('issue [O] item 2: a restart from the records', () => {
   });
 
   test('1.10 a present public fault (receive time 0) restored with the store is not counted again', () => {
-    const rec = {
-      resource: 'CCAE',
-      faultId: 'f',
-      faultType: 'NPU',
-      faultCode: '220001001',
-      level: 'SeparateNPU' as const,
-      devIds: [2],
-      faultTime: 1,
-    };
+    const rec = ccaeSeparateFault();
     const cacheA = new PublicFaultCache();
     cacheA.insert('node-1', faultKey('CCAE', 'f'), rec, 1);
     const a = fresh(cacheA);
