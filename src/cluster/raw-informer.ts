@@ -134,6 +134,8 @@ export class RawInformer<T extends k8s.KubernetesObject> {
         );
       let resourceVersion: string | undefined;
       let count = 0;
+      let pages = 0;
+      const tokens = new Set<string>();
       let next: Promise<unknown> | undefined = get();
       while (next !== undefined) {
         const page: RawList<T> = checkedList<T>(o.what, await next);
@@ -143,7 +145,14 @@ export class RawInformer<T extends k8s.KubernetesObject> {
         // the size limit is checked before the objects are handed over
         if (count > maxItems) throw new Error(`${o.what}: ${count} objects listed, over the limit ${maxItems}`);
         const token: string | undefined = page.metadata?.continue;
-        next = limit > 0 && typeof token === 'string' && token !== '' ? get(token) : undefined;
+        const more = limit > 0 && typeof token === 'string' && token !== '';
+        // a server answering with the token it was given (or ever more empty pages) would page forever
+        if (more && (tokens.has(token) || ++pages > maxItems / limit + 1000))
+          throw new Error(
+            `${o.what}: the API server repeated a continue token or never ended the list (page ${pages})`,
+          );
+        if (more) tokens.add(token);
+        next = more ? get(token) : undefined;
         // a page still being requested must not become an unhandled rejection while this one is handed over
         next?.catch(() => undefined);
         for (const obj of items) listed(obj, seen);

@@ -179,6 +179,14 @@ describe('0.1 inputs listed and watched', () => {
     expect([log.filter((l) => !l.startsWith('get')), inf.synced]).toEqual([['add a', 'add b'], false]);
   });
 
+  test('0.1 list chunking: a server that repeats a continue token is refused (logged, retried), not paged forever', async () => {
+    const log: string[] = [];
+    const inf = informer(paged({ '': page('10', ['a'], 't1'), t1: page('10', ['b'], 't1') }, log), log);
+    await inf.start();
+    inf.stop();
+    expect([log.filter((l) => l.startsWith('get')).length, inf.synced]).toEqual([2, false]);
+  });
+
   test('0.1 list chunking: a server that ignores limit answers in one piece', async () => {
     const log: string[] = [];
     const inf = informer(paged({ '': page('10', ['a', 'b']) }, log), log);
