@@ -221,6 +221,10 @@ class FakeClock implements QueueClock {
   now(): number {
     return this.#now;
   }
+  /** Wall and monotonic time move together here. */
+  monotonic(): number {
+    return this.#now;
+  }
   setTimeout(fn: () => void, ms: number): number {
     const id = ++this.#id;
     this.#timers.set(id, { at: this.#now + Math.max(0, ms), fn });

@@ -1,5 +1,7 @@
 /**
- * A manual clock for the health and state tests: timers fire only when the test advances time.
+ * A manual clock for the health and state tests: timers fire only when the test advances time. Two clocks, as
+ * `Clock` has them: `t` (wall) and `mono` (monotonic) advance together; `stepWall` moves the wall clock alone, as
+ * an NTP correction or a resumed VM does, and `freezeWall` stops it while monotonic time goes on.
  */
 import type { Clock, TimerHandle } from '../../src/core/clock.js';
 
@@ -16,6 +18,10 @@ export async function settle(): Promise<void> {
 
 export class FakeClock implements Clock {
   t: number;
+  /** Monotonic time; timers are due on it. */
+  mono = 0;
+  /** While true, `advance` moves monotonic time only. */
+  wallFrozen = false;
   private timers: Timer[] = [];
   private seq = 0;
 
@@ -27,9 +33,23 @@ export class FakeClock implements Clock {
     return this.t;
   }
 
+  monotonic(): number {
+    return this.mono;
+  }
+
+  /** Steps the wall clock by `ms` (negative: back) without moving monotonic time or firing a timer. */
+  stepWall(ms: number): void {
+    this.t += ms;
+  }
+
+  /** Stops (true) or restarts (false) the wall clock; monotonic time and timers go on. */
+  freezeWall(frozen = true): void {
+    this.wallFrozen = frozen;
+  }
+
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const id = ++this.seq;
-    this.timers.push({ id, at: this.t + Math.max(0, ms), fn });
+    this.timers.push({ id, at: this.mono + Math.max(0, ms), fn });
     return id;
   }
 
@@ -43,17 +63,23 @@ export class FakeClock implements Clock {
 
   /** Advances time by `ms`, firing due timers in order and letting their continuations run. */
   async advance(ms: number): Promise<void> {
-    const target = this.t + ms;
+    const target = this.mono + ms;
     await settle();
     for (;;) {
       const due = this.timers.filter((t) => t.at <= target).sort((a, b) => a.at - b.at || a.id - b.id)[0];
       if (!due) break;
       this.timers = this.timers.filter((t) => t !== due);
-      this.t = Math.max(this.t, due.at);
+      this.#moveTo(due.at);
       due.fn();
       await settle();
     }
-    this.t = target;
+    this.#moveTo(target);
     await settle();
+  }
+
+  #moveTo(mono: number): void {
+    if (mono <= this.mono) return;
+    if (!this.wallFrozen) this.t += mono - this.mono;
+    this.mono = mono;
   }
 }

@@ -32,6 +32,10 @@ export class FakeClock implements QueueClock {
   now(): number {
     return this.#now;
   }
+  /** Wall and monotonic time move together here. */
+  monotonic(): number {
+    return this.#now;
+  }
 
   setTimeout(fn: () => void, ms: number): number {
     const id = ++this.#id;
