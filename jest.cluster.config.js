@@ -10,6 +10,8 @@ export default {
   roots: ['<rootDir>/test/k8s'],
   testPathIgnorePatterns: ['/node_modules/'],
   maxWorkers: 1,
+  // every test's name in the log, also with --json (few tests, long ones)
+  verbose: true,
   // A suite starts its own cluster in beforeAll; single tests wait for kubelet's timings.
   testTimeout: 120_000,
 };

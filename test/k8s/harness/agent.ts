@@ -11,7 +11,7 @@ import { MockControlClient } from '../../../src/sim/mock-control.js';
 import { makeDeviceNodes, sandboxFlags } from '../../../src/sim/simulate.js';
 import { AGENT_JS, AgentProcess } from '../../helpers/agent-process.js';
 import { DEVICE_PLUGIN_DIR, type Cluster } from './cluster.js';
-import { pollUntil } from './component.js';
+import { PollAbort, pollUntil } from './component.js';
 
 /** Options of {@link ClusterAgent.create}. */
 export interface ClusterAgentOptions {
@@ -91,7 +91,7 @@ export class ClusterAgent {
     this.process = p;
     await pollUntil(
       () => {
-        if (p.child.exitCode !== null) throw new Error(`the agent exited (${p.child.exitCode})`);
+        if (p.child.exitCode !== null) throw new PollAbort(`the agent exited (${p.child.exitCode})`);
         return this.registrations(resource) > 0;
       },
       `the agent's registration of ${resource}`,
