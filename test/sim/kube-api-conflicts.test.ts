@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
-import { CONFIGMAPS, CONFLICT_REASON, KubeApiStandIn, type KubeObject } from '../../src/sim/kube-api.js';
+import { CONFIGMAPS, CONFLICT_REASON, KubeApiStandIn } from '../../src/sim/kube-api.js';
 
 let api: KubeApiStandIn;
 let kc: k8s.KubeConfig;
@@ -99,7 +99,7 @@ describe('stand-in conflict storm (issue [T] item 2)', () => {
     const c = await new k8s.Watch(kc).watch(
       '/api/v1/namespaces/kube-system/configmaps',
       { resourceVersion: api.store.resourceVersion },
-      (type, obj: KubeObject) => seen.push(`${type} ${obj.metadata?.name} ${String(obj.data?.k)}`),
+      (type, obj: k8s.V1ConfigMap) => seen.push(`${type} ${obj.metadata?.name} ${String(obj.data?.k)}`),
       () => (ended = true),
     );
     try {
