@@ -43,12 +43,17 @@ export interface RunResult {
 }
 
 /** Runs a program (no shell) and resolves with its exit code and output, whatever the code. */
-export function run(file: string, args: readonly string[], timeoutMs = 120_000): Promise<RunResult> {
+export function run(
+  file: string,
+  args: readonly string[],
+  timeoutMs = 120_000,
+  env?: NodeJS.ProcessEnv,
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     execFile(
       file,
       args,
-      { encoding: 'utf8', timeout: timeoutMs, maxBuffer: MAX_OUTPUT, cwd: PROJECT_ROOT },
+      { encoding: 'utf8', timeout: timeoutMs, maxBuffer: MAX_OUTPUT, cwd: PROJECT_ROOT, env: env ?? process.env },
       (err, stdout, stderr) => {
         if (err && typeof err.code !== 'number') {
           reject(new Error(`${path.basename(file)} ${args.join(' ')}: ${err.message}`, { cause: err }));
@@ -61,12 +66,36 @@ export function run(file: string, args: readonly string[], timeoutMs = 120_000):
 }
 
 /** Runs a program and returns its stdout; a non-zero exit is an error naming the command and its stderr. */
-export async function runOk(file: string, args: readonly string[], timeoutMs?: number): Promise<string> {
-  const r = await run(file, args, timeoutMs);
+export async function runOk(
+  file: string,
+  args: readonly string[],
+  timeoutMs?: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<string> {
+  const r = await run(file, args, timeoutMs, env);
   if (r.code !== 0) {
-    throw new Error(`${path.basename(file)} ${args.join(' ')} exited ${r.code}: ${r.stderr.slice(0, 4000)}`);
+    // helm logs every link of files/ it follows: not the reason of a failure
+    const stderr = r.stderr
+      .split('\n')
+      .filter((l) => !l.includes('found symbolic link in path'))
+      .join('\n');
+    throw new Error(`${path.basename(file)} ${args.join(' ')} exited ${r.code}: ${stderr.slice(0, 4000)}`);
   }
   return r.stdout;
+}
+
+/**
+ * The environment of a helm that talks to a cluster: its cache, configuration and data folders under `home`, so that
+ * a run leaves nothing in the user's home.
+ */
+export function helmEnv(home: string): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: home,
+    HELM_CACHE_HOME: path.join(home, 'cache'),
+    HELM_CONFIG_HOME: path.join(home, 'config'),
+    HELM_DATA_HOME: path.join(home, 'data'),
+  };
 }
 
 /** The overlays of deploy/overlays, sorted. */
@@ -170,15 +199,37 @@ export function normalise(d: Obj): Obj {
   return sortedCopy(withoutHelmMetadata(d)) as Obj;
 }
 
+/** Fields the API server fills in that differ between two creations of one object, and kubectl's own annotation. */
+const SERVER_METADATA = ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'managedFields'];
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * A live object (`kubectl get -o json`) in the normal form, without what differs between two creations of the same
+ * manifest: the server's metadata (uid, resourceVersion, timestamps, managedFields), `status`, kubectl's
+ * last-applied annotation, and a Service's allocated cluster IPs. Defaults the server filled in stay: they are equal
+ * for equal manifests.
+ */
+export function normaliseLive(d: Obj): Obj {
+  const out = structuredClone(d);
+  delete out.status;
+  for (const k of SERVER_METADATA) delete out.metadata?.[k];
+  delete out.metadata?.annotations?.[LAST_APPLIED];
+  if (out.kind === 'Service') {
+    delete out.spec?.clusterIP;
+    delete out.spec?.clusterIPs;
+  }
+  return normalise(out);
+}
+
 /**
  * Objects by {@link idOf}, normalised. Two objects with one id are an error: a render must not hold an object twice.
  */
-export function byId(docs: readonly Obj[]): Map<string, Obj> {
+export function byId(docs: readonly Obj[], norm: (d: Obj) => Obj = normalise): Map<string, Obj> {
   const out = new Map<string, Obj>();
   for (const d of docs) {
     const id = idOf(d);
     if (out.has(id)) throw new Error(`${id} is rendered twice`);
-    out.set(id, normalise(d));
+    out.set(id, norm(d));
   }
   return new Map([...out].sort(([a], [b]) => a.localeCompare(b)));
 }
