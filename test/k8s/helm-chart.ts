@@ -4,11 +4,11 @@
  * normal form in which a helm render and a kustomize render are compared object by object.
  *
  * "Equal in substance" (docs/helm.md): the same objects, by apiVersion, kind, namespace and name, with the same
- * fields. Not compared: YAML comments and key order (gone once parsed), the order of list items that Kubernetes
- * merges by a key (containers, env, ports, volumeMounts, volumes, tolerations: strategic-merge lists, whose order
- * kustomize's patches change and nothing reads), and what Helm adds or the chart adds for Helm only (the
- * `app.kubernetes.io/managed-by: Helm` label, `meta.helm.sh/*` annotations, `helm.sh/resource-policy`). Everything
- * else, `args` and `command` order included, must be equal.
+ * fields. Not compared: YAML comments, map key order and the order of the documents (gone once parsed and keyed by
+ * id), and what Helm adds or the chart adds for Helm only (the `app.kubernetes.io/managed-by: Helm` label,
+ * `meta.helm.sh/*` annotations, `helm.sh/resource-policy`). Lists keep their order, strategic-merge lists too
+ * (volumes, env, ...): the API server stores them as given, so a different order is a different pod template, and
+ * taking a kustomize install over with Helm would roll every pod.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -156,33 +156,6 @@ export function idOf(d: Obj): string {
 const HELM_LABELS = ['app.kubernetes.io/managed-by', 'helm.sh/chart'];
 const isHelmAnnotation = (k: string): boolean => k.startsWith('meta.helm.sh/') || k === 'helm.sh/resource-policy';
 
-/** Strategic-merge lists of the objects here, by field name: the key Kubernetes merges their items by. */
-const MERGE_KEYS: Readonly<Record<string, (item: Obj) => string>> = {
-  containers: (i) => String(i.name),
-  initContainers: (i) => String(i.name),
-  env: (i) => String(i.name),
-  ports: (i) => `${String(i.name)}/${String(i.containerPort ?? i.port)}`,
-  volumeMounts: (i) => String(i.mountPath),
-  volumes: (i) => String(i.name),
-  tolerations: (i) => JSON.stringify(i, Object.keys(i).sort()),
-  imagePullSecrets: (i) => String(i.name),
-};
-
-function sortedCopy(value: unknown, field?: string): unknown {
-  if (Array.isArray(value)) {
-    const items = value.map((v) => sortedCopy(v));
-    const keyOf = field === undefined ? undefined : MERGE_KEYS[field];
-    if (keyOf && items.every((i) => typeof i === 'object' && i !== null && !Array.isArray(i))) {
-      return items.sort((a, b) => keyOf(a as Obj).localeCompare(keyOf(b as Obj)));
-    }
-    return items;
-  }
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, sortedCopy(v, k)]));
-  }
-  return value;
-}
-
 function withoutHelmMetadata(d: Obj): Obj {
   const out = structuredClone(d);
   const meta: Obj | undefined = out.metadata;
@@ -196,7 +169,7 @@ function withoutHelmMetadata(d: Obj): Obj {
 
 /** One object in the normal form of the comparison (see the module's comment). */
 export function normalise(d: Obj): Obj {
-  return sortedCopy(withoutHelmMetadata(d)) as Obj;
+  return withoutHelmMetadata(d);
 }
 
 /** Fields the API server fills in that differ between two creations of one object, and kubectl's own annotation. */

@@ -179,6 +179,58 @@ describe('issue [R] 6 helm install into the real API server', () => {
     const fromKustomize = byId(await liveOf(expectedFile), normaliseLive);
     expect([...fromKustomize.keys()]).toEqual([...liveFromHelm.keys()]);
     for (const [id, want] of fromKustomize) expect({ id, object: liveFromHelm.get(id) }).toEqual({ id, object: want });
-    await cluster.kubectl(['delete', '-f', expectedFile, '--wait=false']);
+  }, 300_000);
+
+  test('helm install --take-ownership --force-conflicts adopts what kubectl apply made, no pod rolled (docs/helm.md)', async () => {
+    // a changed pod template would roll every pod: a new ControllerRevision (DaemonSet) or ReplicaSet (Deployment)
+    const rollouts = async (): Promise<Obj> => ({
+      templates: Object.fromEntries(
+        (await liveOf(expectedFile))
+          .filter((d) => d.kind === 'DaemonSet' || d.kind === 'Deployment')
+          .map((d) => [idOf(d), d.spec.template]),
+      ),
+      revisions: await cluster.kubectl(['get', 'controllerrevisions', '-n', 'kube-system', '-o', 'name']),
+      replicaSets: await cluster.kubectl(['get', 'replicasets', '-n', 'cluster-system', '-o', 'name']),
+    });
+    // the controllers make the first revision of each workload a moment after kubectl apply
+    const before = await pollUntil(
+      async () => {
+        const r = await rollouts();
+        const count = (names: string): number => names.split('\n').filter((l) => l.trim() !== '').length;
+        return count(r.revisions) === 3 && count(r.replicaSets) === 1 ? r : undefined;
+      },
+      "a ControllerRevision per DaemonSet and the Deployment's ReplicaSet",
+      60_000,
+    );
+    expect(Object.keys(before.templates)).toHaveLength(4);
+    const install = [
+      'install',
+      RELEASE,
+      CHART_DIR,
+      '--namespace',
+      RELEASE_NAMESPACE,
+      '--values',
+      path.join(dir, 'values.json'),
+    ];
+    // without it Helm refuses objects it does not own
+    await expect(helm(install)).rejects.toThrow(/exists and cannot be imported into the current release/);
+    // kubectl apply owns fields whose stored form has server defaults (fieldRef.apiVersion, a policy's
+    // matchConstraints): without --force-conflicts Helm's server-side apply of the same manifest conflicts on them
+    // (and leaves a failed release behind)
+    await helm([...install, '--take-ownership', '--force-conflicts']);
+    expect(await rollouts()).toEqual(before);
+    const manifest = docsOfText(await helm(['get', 'manifest', RELEASE, '--namespace', RELEASE_NAMESPACE]));
+    expect(manifest.map(idOf).sort()).toEqual(expected.map(idOf).sort());
+    // and the release now owns them: uninstall removes them again
+    await helm(['uninstall', RELEASE, '--namespace', RELEASE_NAMESPACE, '--wait', '--cascade', 'foreground']);
+    const left = await pollUntil(
+      async () => {
+        const ids = (await liveOf(expectedFile)).map(idOf).sort();
+        return ids.length <= KEPT_NAMESPACES.length ? ids : undefined;
+      },
+      'the adopted objects deleted',
+      120_000,
+    );
+    expect(left).toEqual(KEPT_NAMESPACES);
   }, 300_000);
 });
