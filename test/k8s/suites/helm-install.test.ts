@@ -107,7 +107,7 @@ function monitoringCrds(): Obj[] {
 
 beforeAll(async () => {
   // a no-op when build/k8s/helm is the pinned version
-  if (process.env.HELM === undefined) await runOk('bash', [BUILD_HELM], 15 * 60_000);
+  if (process.env.HELM === undefined) await runOk('bash', [BUILD_HELM], 30 * 60_000);
   // privileged containers (the agent's) are refused unless the API server allows them, as every real cluster does
   cluster = await Cluster.start({ apiserverFlags: ['--allow-privileged=true'] });
   dir = fs.mkdtempSync(path.join(cluster.runDir, 'helm-'));
@@ -120,7 +120,7 @@ beforeAll(async () => {
     '--timeout=25s',
     ...MONITORING_KINDS.map(([, plural]) => `crd/${plural}.monitoring.coreos.com`),
   ]);
-}, 16 * 60_000);
+}, 31 * 60_000);
 
 afterAll(async () => {
   await cluster?.stop();

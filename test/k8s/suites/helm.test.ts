@@ -62,14 +62,14 @@ const named = (docs: readonly Obj[], kind: string, name: string): Obj => {
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'helm-chart-'));
   // a no-op when build/k8s/helm is the pinned version; a link with warm Go caches, minutes when cold
-  if (process.env.HELM === undefined) await runOk('bash', [BUILD_HELM], 15 * 60_000);
+  if (process.env.HELM === undefined) await runOk('bash', [BUILD_HELM], 30 * 60_000);
   if (!fs.existsSync(KUBECTL)) {
     throw new Error(
       `${KUBECTL} is missing: it is built with the real control plane (npm run build:k8s); KUBECTL=<path> names ` +
         'another kubectl with kustomize >= v5',
     );
   }
-}, 16 * 60_000);
+}, 31 * 60_000);
 
 afterAll(() => {
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
