@@ -15,6 +15,7 @@ import type * as k8s from '@kubernetes/client-node';
 import Bottleneck from 'bottleneck';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { statusOf } from '../core/errors.js';
+import { MicroTime, WholeSecondTime } from '../core/kube-time.js';
 import {
   backoffDelay,
   isOutageStatus,
@@ -329,7 +330,10 @@ export class KubeEventRecorder implements EventSink {
     const about = event.involvedPod;
     const ns = about?.namespace ?? this.#o.namespace ?? 'kube-system';
     const base = `${about?.name ?? this.#o.podName}.${event.nameSuffix ?? String(now)}`;
-    const time = new Date(now);
+    // firstTimestamp/lastTimestamp are metav1.Time (whole seconds), eventTime a MicroTime: six fractional digits,
+    // or the API server refuses the Event with 400 (issue [R] item 1, src/core/kube-time.ts)
+    const time = new WholeSecondTime(now);
+    const eventTime = new MicroTime(now);
     const body = (name: string): k8s.CoreV1Event => ({
       metadata: { name, namespace: ns },
       type: event.type,
@@ -344,7 +348,7 @@ export class KubeEventRecorder implements EventSink {
       reportingInstance: this.#o.podName,
       firstTimestamp: time,
       lastTimestamp: time,
-      eventTime: time,
+      eventTime,
       count: 1,
     });
     const recovery = this.#o.backoff?.recovery;

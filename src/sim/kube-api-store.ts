@@ -20,6 +20,7 @@ import {
   type LabelSelector,
   type ResourceType,
 } from './kube-api-types.js';
+import { decodeTimes } from './kube-api-validate.js';
 
 /** Watch event types. */
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -122,6 +123,7 @@ export class KubeStore {
   /** POST: a new object; 409 AlreadyExists, 422 on an invalid name, 400 on a namespace mismatch. */
   create(t: ResourceType, namespace: string | undefined, body: KubeObject): KubeObject {
     const obj = this.#normalise(t, namespace, body);
+    decodeTimes(t, obj, 'create');
     const meta = obj.metadata!;
     if (meta.name === undefined || meta.name === '') {
       if (typeof meta.generateName === 'string' && meta.generateName !== '') {
@@ -154,6 +156,7 @@ export class KubeStore {
     const key = objKey(t, namespace, name);
     const old = this.#bucket(t).get(key);
     const obj = this.#normalise(t, namespace, body);
+    decodeTimes(t, obj, 'update');
     const meta = obj.metadata!;
     if (meta.name !== undefined && meta.name !== name) {
       throw badRequest(`the name of the object (${meta.name}) does not match the name on the URL (${name})`);
@@ -215,6 +218,7 @@ export class KubeStore {
     if (next === null || typeof next !== 'object' || Array.isArray(next))
       throw badRequest('the patch did not produce an object');
     const obj = this.#normalise(t, namespace, next as KubeObject);
+    decodeTimes(t, obj, 'patch');
     const meta = obj.metadata!;
     if (meta.name !== name)
       throw badRequest(`the name of the object (${String(meta.name)}) does not match the name on the URL (${name})`);

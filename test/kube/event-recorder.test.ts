@@ -6,6 +6,7 @@ import { faultEvent, releaseUpgradeFaultEvent, transitionEvents } from '../../sr
 import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
 import { ApiRecovery } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { KubeClient } from '../../src/kube/kube-client.js';
 import { until } from './harness.js';
 
 let api: KubeApiStandIn;
@@ -276,5 +277,28 @@ describe('K.1 a refused summary does not spin (issue 12 loose end 2)', () => {
     } finally {
       proto.schedule = orig;
     }
+  });
+});
+
+describe('issue [R] item 1: the Event decodes on a real API server', () => {
+  const NOW = Date.UTC(2026, 11, 3, 14, 20, 45, 167);
+  test.each([
+    ['client-node', () => core],
+    ['KubeClient', () => new KubeClient({ server: api.url, token: 'stand-in-token' })],
+  ])('through %s: eventTime carries six fractional digits, the metav1.Times whole seconds', async (_, client) => {
+    rec = new KubeEventRecorder({ api: client(), nodeName: 'node-a', podName: 'agent-x', now: () => NOW });
+    rec.record(occur(3, NOW));
+    await until(() => rec!.stats.created + rec!.stats.failed === 1);
+    // the raw JSON the stand-in stores (client-node would turn the times into Dates)
+    const list = (await (await fetch(`${api.url}/api/v1/namespaces/kube-system/events`)).json()) as {
+      items: Record<string, unknown>[];
+    };
+    const e = list.items[0];
+    expect([rec.stats.failed, e?.eventTime, e?.firstTimestamp, e?.lastTimestamp]).toEqual([
+      0,
+      '2026-12-03T14:20:45.167000Z',
+      '2026-12-03T14:20:45Z',
+      '2026-12-03T14:20:45Z',
+    ]);
   });
 });
