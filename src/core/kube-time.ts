@@ -64,13 +64,93 @@ export class WholeSecondTime extends Date {
   }
 }
 
-const MICRO_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})[.,](\d{6})(Z|[+-]\d{2}:\d{2})$/;
-const TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
-
 /** A time text the server would refuse: `message` is Go's `time.ParseError` text as the server quotes it. */
 export class KubeTimeParseError extends Error {
   override readonly name = 'KubeTimeParseError';
 }
+
+/** What {@link goParse} read. */
+interface Parsed {
+  readonly ms: number;
+  /** The fraction's digits as written. */
+  readonly fraction: string;
+}
+
+/**
+ * Go's `time.Parse` of the two layouts, element by element as its generic parser goes, so that a refusal carries
+ * Go's message: `parsing time "<v>" as "<layout>": cannot parse "<rest>" as "<element>"`, or `parsing time "<v>":
+ * <field> out of range`, or `…: extra text: "<rest>"`. `micro`: the fraction is the layout element `.000000`
+ * (exactly six digits, `.` or `,`); otherwise a fraction of any length after the seconds is accepted (Go does so
+ * for a layout without one).
+ */
+function goParse(text: string, micro: boolean): Parsed {
+  const layout = micro ? RFC3339_MICRO_LAYOUT : RFC3339_LAYOUT;
+  let rest = text;
+  const bad = (elem: string): never => {
+    throw new KubeTimeParseError(
+      `parsing time ${quote(text)} as ${quote(layout)}: cannot parse ${quote(rest)} as ${quote(elem)}`,
+    );
+  };
+  const range = (what: string): never => {
+    throw new KubeTimeParseError(`parsing time ${quote(text)}: ${what} out of range`);
+  };
+  const num = (elem: string, min: number, max: number): number => {
+    const m = (min === max ? new RegExp(`^\\d{${min}}`) : new RegExp(`^\\d{${min},${max}}`)).exec(rest);
+    if (m === null) return bad(elem);
+    rest = rest.slice(m[0].length);
+    return Number(m[0]);
+  };
+  const lit = (l: string): void => {
+    if (!rest.startsWith(l)) bad(l);
+    rest = rest.slice(l.length);
+  };
+  const year = num('2006', 4, 4);
+  lit('-');
+  const month = num('01', 2, 2);
+  if (month < 1 || month > 12) range('month');
+  lit('-');
+  const day = num('02', 2, 2);
+  lit('T');
+  const hour = num('15', 1, 2); // Go reads the hour with one or two digits
+  if (hour > 23) range('hour');
+  lit(':');
+  const min = num('04', 2, 2);
+  if (min > 59) range('minute');
+  lit(':');
+  const sec = num('05', 2, 2);
+  if (sec > 59) range('second');
+  let fraction = '';
+  if (micro) {
+    if (rest.length < 7 || !/^[.,]\d{6}/.test(rest)) bad('.000000');
+    fraction = rest.slice(1, 7);
+    rest = rest.slice(7);
+  } else {
+    const f = /^[.,](\d+)/.exec(rest);
+    if (f !== null) {
+      fraction = f[1]!;
+      rest = rest.slice(f[0].length);
+    }
+  }
+  let offsetMin = 0;
+  if (rest.startsWith('Z')) rest = rest.slice(1);
+  else {
+    const z = /^([+-])(\d{2}):(\d{2})/.exec(rest);
+    if (z === null) return bad('Z07:00');
+    const oh = Number(z[2]);
+    const om = Number(z[3]);
+    if (oh > 24) range('time zone offset hour');
+    if (om > 59) range('time zone offset minute');
+    offsetMin = (z[1] === '-' ? -1 : 1) * (oh * 60 + om);
+    rest = rest.slice(z[0].length);
+  }
+  if (rest !== '') throw new KubeTimeParseError(`parsing time ${quote(text)}: extra text: ${quote(rest)}`);
+  if (day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) range('day');
+  const ms = Number((fraction + '000').slice(0, 3));
+  return { ms: Date.UTC(year, month - 1, day, hour, min, sec, ms) - offsetMin * 60_000, fraction };
+}
+
+/** Go's `quote` of a value in a parse error (JSON's escapes are the same for the characters that matter here). */
+const quote = (s: string): string => JSON.stringify(s);
 
 /**
  * Parses a `MicroTime` as the API server does (Go `time.Parse(RFC3339Micro)`): six fractional digits, `Z` or a
@@ -78,9 +158,7 @@ export class KubeTimeParseError extends Error {
  * {@link KubeTimeParseError} with Go's message (`parsing time "…" as "…": cannot parse ".167Z" as ".000000"`).
  */
 export function parseMicroTime(text: string): number {
-  const m = MICRO_RE.exec(text);
-  if (m === null) throw new KubeTimeParseError(goParseMessage(text, RFC3339_MICRO_LAYOUT, microFailure(text)));
-  return epochOf(text, m);
+  return goParse(text, true).ms;
 }
 
 /**
@@ -88,9 +166,8 @@ export function parseMicroTime(text: string): number {
  * `+08:00` becomes `Z`). Throws {@link KubeTimeParseError}.
  */
 export function canonicalMicroTime(text: string): string {
-  const ms = parseMicroTime(text);
-  const micro = MICRO_RE.exec(text)![7]!.slice(3);
-  return `${microTime(ms).slice(0, -4)}${micro}Z`;
+  const p = goParse(text, true);
+  return `${microTime(p.ms).slice(0, -4)}${p.fraction.slice(3)}Z`;
 }
 
 /**
@@ -98,57 +175,5 @@ export function canonicalMicroTime(text: string): string {
  * it stores the value). Returns epoch milliseconds of the whole second; throws {@link KubeTimeParseError}.
  */
 export function parseKubeTime(text: string): number {
-  const m = TIME_RE.exec(text);
-  if (m === null) throw new KubeTimeParseError(goParseMessage(text, RFC3339_LAYOUT, ''));
-  return Math.floor(epochOf(text, m) / 1000) * 1000;
-}
-
-function epochOf(text: string, m: RegExpExecArray): number {
-  const [year, month, day, hour, min, sec] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const range = (what: string): never => {
-    throw new KubeTimeParseError(`parsing time ${JSON.stringify(text)}: ${what} out of range`);
-  };
-  if (month < 1 || month > 12) range('month');
-  if (hour > 23) range('hour');
-  if (min > 59) range('minute');
-  if (sec > 59) range('second');
-  const daysIn = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  if (day < 1 || day > daysIn) range('day');
-  const frac = m[7] ?? '';
-  const zone = m[8]!;
-  let offsetMin = 0;
-  if (zone !== 'Z') {
-    const oh = Number(zone.slice(1, 3));
-    const om = Number(zone.slice(4, 6));
-    if (oh > 24 || om > 59) range('time zone offset hour');
-    offsetMin = (zone[0] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  const ms = Number((frac + '000').slice(0, 3));
-  return Date.UTC(year, month - 1, day, hour, min, sec, ms) - offsetMin * 60_000;
-}
-
-/** Go's `ParseError.Error()` for the layouts here: the element that failed and what was left of the value. */
-function goParseMessage(text: string, layout: string, detail: string): string {
-  const head = `parsing time ${JSON.stringify(text)} as ${JSON.stringify(layout)}`;
-  if (detail !== '') return `${head}: ${detail}`;
-  return `${head}: cannot parse ${JSON.stringify(text)} as ${JSON.stringify(layout.slice(0, 4))}`;
-}
-
-/**
- * The part of Go's message after `: ` for a MicroTime whose date and clock are well formed but whose fraction is
- * not six digits (`cannot parse ".167Z" as ".000000"`); otherwise the generic form.
- */
-function microFailure(text: string): string {
-  const clock = /^\d{4}-\d{2}-\d{2}T\d{1,2}:\d{2}:\d{2}/.exec(text);
-  if (clock === null) return `cannot parse ${JSON.stringify(text)} as "2006"`;
-  const rest = text.slice(clock[0].length);
-  if (/^[.,]\d{6}/.test(rest)) return `cannot parse ${JSON.stringify(rest.slice(7))} as "Z07:00"`;
-  return `cannot parse ${JSON.stringify(rest)} as ".000000"`;
+  return Math.floor(goParse(text, false).ms / 1000) * 1000;
 }

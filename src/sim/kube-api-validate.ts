@@ -72,8 +72,12 @@ export function decodeTimes(t: ResourceType, obj: KubeObject, op: DecodeOperatio
       const v = slot.get();
       if (v === null || v === undefined) continue; // null is the zero time: accepted
       try {
-        if (typeof v !== 'string')
-          throw new KubeTimeParseError(`json: cannot unmarshal ${jsonType(v)} into Go value of type string`);
+        if (typeof v !== 'string') {
+          const field = `${t.kind}.${path.replace(/\[\]/g, '')}`; // Go names the field by its JSON path
+          throw new KubeTimeParseError(
+            `json: cannot unmarshal ${jsonType(v)} into Go struct field ${field} of type string`,
+          );
+        }
         slot.set(kind === 'micro' ? canonicalMicroTime(v) : wholeSecondTime(parseKubeTime(v)));
       } catch (e) {
         if (!(e instanceof KubeTimeParseError)) throw e;
