@@ -42,6 +42,16 @@ function start(client: LeaseApi, now: () => number, errors: unknown[]): Promise<
   });
 }
 
+/** The stored Lease's spec once its renewTime is `want` (polled; 10 s at most). */
+async function renewed(want: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const spec = api.store.get(LEASES, 'cluster-system', 'ascend-fault-center')?.spec as Record<string, unknown>;
+    if (spec?.renewTime === want || Date.now() > deadline) return spec;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 describe('issue [R] item 1: the Lease decodes on a real API server', () => {
   test.each([
     ['KubeClient', () => new KubeClient({ server: api.url, token: 'stand-in-token' })],
@@ -51,8 +61,8 @@ describe('issue [R] item 1: the Lease decodes on a real API server', () => {
     let t = NOW;
     await start(client(), () => t, errors);
     t += 2_001;
-    await new Promise((r) => setTimeout(r, 100)); // a few renewals
-    const spec = api.store.get(LEASES, 'cluster-system', 'ascend-fault-center')?.spec as Record<string, unknown>;
+    // the next renewal (every 20 ms) carries the new time
+    const spec = await renewed('2026-12-03T14:20:47.168000Z');
     expect([errors.length, spec.holderIdentity, spec.acquireTime, spec.renewTime]).toEqual([
       0,
       'replica-a',
