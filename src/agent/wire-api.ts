@@ -42,6 +42,9 @@ export interface ApiLayer {
   startupValues(): Promise<StartupValues | undefined>;
 }
 
+/** The client calls that write (their success wakes the retriers waiting after a conflict). */
+const WRITE_CALL = /^(?:create|replace|patch|delete)/;
+
 /** Bound of one outage probe. */
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -114,10 +117,12 @@ export async function wireApi(
   const backoff: BackoffOptions = { recovery };
   let reached = false;
   // every request's outcome reports to the shared recovery: a success of any request ends every retrier's backoff
-  const core = observeCalls(kube.core, (ok, err) => {
+  // after an outage, a successful write also the wait of a retrier after a conflict (issue [T] item 2)
+  const core = observeCalls(kube.core, (ok, err, method) => {
     const status = ok ? undefined : statusOf(err);
     if (ok || status !== undefined) reached = true; // an HTTP answer, even a 404 or 403, came from the API server
-    if (ok) recovery.reportSuccess();
+    if (ok && WRITE_CALL.test(method)) recovery.reportWriteSuccess();
+    else if (ok) recovery.reportSuccess();
     else recovery.reportFailure(status);
   });
   const events = new KubeEventRecorder({

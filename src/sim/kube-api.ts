@@ -6,12 +6,14 @@
  * further {@link ResourceType} (e.g. Volcano PodGroups): get, list and watch with label/field selectors and
  * resourceVersion, paged lists (`limit` / `continue`, see `kube-api-pages.ts`), create, update with optimistic
  * concurrency, delete, merge / strategic / JSON / apply patches, `Status` error bodies, legacy discovery. A switch
- * makes it answer 503 for a while; a request log and per-object write counters let tests assert what clients did.
+ * makes it answer 503 for a while, another 409 Conflict to every write of an existing object (reads and watches
+ * served, `kube-api-conflicts.ts`); a request log and per-object write counters let tests assert what clients did.
  */
 import * as k8s from '@kubernetes/client-node';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ConflictStorm, type ConflictScope } from './kube-api-conflicts.js';
 import { WriteOrdering, type WatchOrder } from './kube-api-order.js';
 import { ListSnapshots, parseLimit, type ListPage } from './kube-api-pages.js';
 import { PATCH_TYPES } from './kube-api-patch.js';
@@ -36,6 +38,7 @@ import {
 export * from './kube-api-types.js';
 export { PATCH_TYPES } from './kube-api-patch.js';
 export type { Change, ChangeType } from './kube-api-store.js';
+export { CONFLICT_REASON, type ConflictScope } from './kube-api-conflicts.js';
 export { DEFAULT_WATCH_ORDER_DELAY_MS, type WatchOrder } from './kube-api-order.js';
 export {
   CONTINUE_EXPIRED_MESSAGE,
@@ -158,6 +161,7 @@ export class KubeApiStandIn {
   readonly #watches = new Set<http.ServerResponse>();
   readonly #ordering: WriteOrdering;
   readonly #pages: ListSnapshots;
+  readonly #conflicts = new ConflictStorm();
   #seq = 0;
   /** The CEL evaluator of the `admissionPolicies` mode (loaded by `start`). */
   #policies: PolicyEvaluator | undefined;
@@ -243,6 +247,26 @@ export class KubeApiStandIn {
   /** True while requests get 503. */
   get unavailable(): boolean {
     return this.#unavailable || Date.now() < this.#unavailableUntil;
+  }
+
+  /**
+   * Answers every PUT and PATCH of an existing object in `scope` (default: all) with 409 Conflict for `ms`
+   * milliseconds (monotonic; `Infinity`: until ended; ≤ 0 ends it now), as a server does while other writers keep
+   * changing the objects; a POST of a name that exists is its 409 `AlreadyExists` anyway. GET, list, watch, creates
+   * of new objects and deletes are served as usual (issue [T] item 2).
+   */
+  setConflicts(ms: number, scope?: ConflictScope): void {
+    this.#conflicts.set(ms, scope);
+  }
+
+  /** True while a conflict storm is on ({@link setConflicts}). */
+  get conflicting(): boolean {
+    return this.#conflicts.active;
+  }
+
+  /** Writes answered 409 by conflict storms so far. */
+  get conflictsAnswered(): number {
+    return this.#conflicts.answered;
   }
 
   /**
@@ -434,8 +458,11 @@ export class KubeApiStandIn {
       this.#ordering.answer(() => sendJson(res, 201, o));
       return;
     }
+    const exists = (): boolean => name !== undefined && this.store.get(t, ns, name) !== undefined;
     if (method === 'PUT' && name !== undefined) {
       setVerb('update');
+      const storm = this.#conflicts.check(t, ns, name, exists);
+      if (storm !== undefined) throw storm;
       const o = this.store.update(t, ns, name, parseJson(body) as KubeObject, subresource);
       this.#countWrite(t, o);
       this.#ordering.answer(() => sendJson(res, 200, o));
@@ -450,7 +477,9 @@ export class KubeApiStandIn {
           'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
         );
       }
-      const existed = this.store.get(t, ns, name) !== undefined;
+      const existed = exists();
+      const storm = this.#conflicts.check(t, ns, name, () => existed);
+      if (storm !== undefined) throw storm;
       const o = this.store.patch(t, ns, name, ct, parseJson(body), subresource);
       this.#countWrite(t, o);
       this.#ordering.answer(() => sendJson(res, existed ? 200 : 201, o));

@@ -39,6 +39,9 @@ class ImmediateClock implements QueueClock {
   now(): number {
     return 0;
   }
+  monotonic(): number {
+    return 0;
+  }
   setTimeout(fn: () => void, ms: number): unknown {
     this.sleeps.push(ms);
     return setImmediate(fn);
