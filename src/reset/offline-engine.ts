@@ -170,11 +170,12 @@ export class OfflineResetEngine {
   private readonly chipById: ReadonlyMap<number, ResetChip>;
   private readonly excluded: (logicId: number) => boolean;
   private readonly state = new Map<number, OfflineChipState>();
+  /** Chip → monotonic ms its group was first seen free (the debounce record). */
   private readonly idleSince = new Map<number, number>();
   private readonly running = new Map<number, Running>();
   private readonly resets = new Set<Promise<void>>();
   private readonly lastError = new Map<number, string>();
-  /** Chip → earliest retry time after a failed reset (§J.2 "a later cycle"). */
+  /** Chip → earliest retry, monotonic ms, after a failed reset (§J.2 "a later cycle"). */
   private readonly retryAt = new Map<number, number>();
   private readonly retryAfter: number;
   private readonly groupErrorLogged = new Set<number>();
@@ -224,6 +225,8 @@ export class OfflineResetEngine {
 
   /** Every chip of the node, logic-id order. */
   status(): readonly OfflineChipStatus[] {
+    // internal times are monotonic (issue [T] item 1); the status shows them as wall times
+    const wallOf = (mono: number): number => this.o.clock.now() + (mono - this.o.clock.monotonic());
     return this.o.facts.chips.map((c) => {
       const id = c.logicId;
       const idleSince = this.idleSince.get(id);
@@ -234,10 +237,10 @@ export class OfflineResetEngine {
         logicId: id,
         state: this.state.get(id) ?? 'idle',
         tokens: this.tokens.peek(id),
-        ...(idleSince !== undefined && { idleSince }),
+        ...(idleSince !== undefined && { idleSince: wallOf(idleSince) }),
         ...(run && { group: run.group }),
         ...(err !== undefined && { lastError: err }),
-        ...(retryAt !== undefined && { retryAt }),
+        ...(retryAt !== undefined && { retryAt: wallOf(retryAt) }),
       };
     });
   }
@@ -394,7 +397,7 @@ export class OfflineResetEngine {
       this.rest(id);
       return;
     }
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     let since = this.idleSince.get(id);
     if (since === undefined) {
       since = now;
@@ -467,7 +470,7 @@ export class OfflineResetEngine {
       this.o.hooks.markNeedsResync([id]);
     } else {
       // set before the resetting set changes below: that change runs a cycle at once (see the file comment)
-      this.retryAt.set(id, this.o.clock.now() + this.retryAfter);
+      this.retryAt.set(id, this.o.clock.monotonic() + this.retryAfter);
     }
     this.running.delete(id);
     this.notifyResetting();
@@ -514,7 +517,7 @@ export class OfflineResetEngine {
    */
   private async waitBoot(group: readonly number[], limit: number): Promise<Error | undefined> {
     const interval = this.o.timings.pollInterval;
-    const deadline = this.o.clock.now() + limit;
+    const deadline = this.o.clock.monotonic() + limit;
     const pending = new Set(group);
     for (;;) {
       await sleep(this.o.clock, interval);
@@ -526,7 +529,7 @@ export class OfflineResetEngine {
         }
       }
       if (pending.size === 0) return undefined;
-      if (this.o.clock.now() + interval > deadline) {
+      if (this.o.clock.monotonic() + interval > deadline) {
         return new Error(`chips ${[...pending].join(',')} did not finish booting within ${limit / 1000} s`);
       }
     }
@@ -563,7 +566,7 @@ export class OfflineResetEngine {
    * next tick).
    */
   private armWake(candidates: readonly ChipResetView[]): void {
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     let at: number | undefined;
     for (const c of candidates) {
       const since = this.idleSince.get(c.logicId);
@@ -582,7 +585,7 @@ export class OfflineResetEngine {
     const handle = this.o.clock.setTimeout(() => {
       this.wake = undefined;
       void this.cycle(this.o.hooks.chips());
-    }, at - this.o.clock.now());
+    }, at - this.o.clock.monotonic());
     this.wake = { handle, at };
   }
 }

@@ -519,8 +519,8 @@ export class OnlineResetEngine {
   /** §3.5 L2 flow. */
   async #l2(ep: Episode): Promise<Outcome> {
     this.#enter(ep, 'selfHealing');
-    const deadline = this.#o.clock.now() + this.#o.timings.waitErrorCodeClean;
-    while (this.#o.clock.now() < deadline) {
+    const deadline = this.#o.clock.monotonic() + this.#o.timings.waitErrorCodeClean;
+    while (this.#o.clock.monotonic() < deadline) {
       await this.#refresh(ep);
       if (this.#atLeast(ep.list, 2).length === 0) return this.#recover(ep, 'restart_request', true);
       await this.#pause(ep, this.#o.timings.pollInterval);

@@ -626,6 +626,93 @@ describe('offline engine: ResetInfo (§J.7, HR-27)', () => {
   });
 });
 
+describe('offline engine: intervals on the monotonic clock (issue [T] item 1)', () => {
+  /** The monotonic times of the in-band resets, relative to `t0`. */
+  const resetsSince = (h: ReturnType<typeof setup>, t0: number): number[] => h.resets().map((c) => c.mono - t0);
+
+  test('§J.2 the 60 s debounce holds with the wall clock stepped back one hour in the middle', async () => {
+    const h = setup();
+    h.fault(3);
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(30 * S);
+    h.clock.stepWall(-H);
+    await h.cycle();
+    await h.clock.advance(30 * S);
+    expect(resetsSince(h, t0)).toEqual([60 * S]);
+  });
+
+  test('§J.2 the debounce is not cut short by the wall clock stepped forward one hour', async () => {
+    const h = setup();
+    h.fault(3);
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(10 * S);
+    h.clock.stepWall(H);
+    await h.cycle();
+    expect(h.resets()).toHaveLength(0);
+    await h.clock.advance(50 * S);
+    expect(resetsSince(h, t0)).toEqual([60 * S]);
+  });
+
+  test('§J.2 the debounce and the boot wait run with the wall clock frozen', async () => {
+    const h = setup();
+    h.dcmi.setAll([0, 1, 2, 3, 4, 5, 6, 7], { bootSeconds: 5 });
+    h.clock.freezeWall();
+    h.fault(3);
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    expect(resetsSince(h, t0)).toEqual([60 * S]);
+    await h.clock.advance(6 * S);
+    expect(h.events.map((e) => e.reason)).toEqual(['OfflineResetSucceeded']);
+    expect(h.coordinator.resetting().size).toBe(0);
+  });
+
+  test('§J.2 a hanging boot fails after 180 s of monotonic time although the wall clock went back an hour', async () => {
+    const h = setup();
+    h.dcmi.set(2, { reset: { inband: 'hang', outband: 'ok' } });
+    h.fault(2);
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    const start = h.resets()[0]!.mono;
+    await h.clock.advance(90 * S);
+    h.clock.stepWall(-H);
+    await h.clock.advance(89 * S);
+    expect(h.state(2)).toBe('waitingBoot');
+    await h.clock.advance(1 * S);
+    expect(h.clock.monotonic() - start).toBe(180 * S);
+    expect(h.coordinator.resetting().size).toBe(0);
+  });
+
+  test('§J.2 a failed reset is retried one listWatchPeriod later although the wall clock went back an hour', async () => {
+    const h = setup();
+    h.dcmi.set(2, { reset: { inband: 'fail', outband: 'ok' } });
+    h.fault(2);
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    const first = h.resets()[0]!.mono;
+    h.clock.stepWall(-H);
+    await h.run(5 * S);
+    expect(h.resets().map((c) => c.mono - first)).toEqual([0, 5 * S]);
+  });
+
+  test('§J.2 the 6 h refill comes after 6 h of monotonic time, whatever the wall clock does', async () => {
+    const h = setup();
+    h.fault(2); // the fault survives every reset
+    await h.cycle();
+    await h.run(10 * 60 * S);
+    expect(h.resets()).toHaveLength(3);
+    const firstReset = h.resets()[0]!.mono;
+    h.clock.stepWall(6 * H); // a forward step does not refill early
+    await h.run(10 * S);
+    expect(h.resets()).toHaveLength(3);
+    h.clock.stepWall(-7 * H); // nor does a backward one delay it
+    await h.run(firstReset + 6 * H - h.clock.monotonic() + 10 * S);
+    expect(h.resets()).toHaveLength(4);
+  });
+});
+
 describe('offline engine: input checks', () => {
   test('bad options name the problem', () => {
     const h = setup();
