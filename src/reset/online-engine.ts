@@ -182,11 +182,17 @@ export class OnlineResetEngine {
   healthOverrides(): HealthOverrides {
     const healthy = new Set<number>();
     const networkHealthy = new Set<number>();
+    // Agent restart: until the first cycle (which waits for the pod and ConfigMap lists) the engine has no chip view
+    // and the ConfigMap cache may be empty; a resumed episode past its first write is trusted as saved, so the task's
+    // chips are not reported Unhealthy for the time the lists take (the task was told to stop, not to leave).
+    const beforeFirstCycle = this.#resumePending;
+    const chips = beforeFirstCycle ? new Map(this.#o.hooks.chips().map((c) => [c.logicId, c])) : this.#chips;
     for (const ep of this.#episodes.values()) {
       if (ep.abandoned !== undefined || ep.state === 'starting' || ep.outcome === 'failed') continue;
-      if (hasIsolateDecision(this.#o.configMaps.get(ep.namespace, resetConfigMapName(ep.task)))) continue;
+      const trusted = beforeFirstCycle && ep.resumed;
+      if (!trusted && hasIsolateDecision(this.#o.configMaps.get(ep.namespace, resetConfigMapName(ep.task)))) continue;
       for (const id of ep.rankChips) {
-        const view = this.#chips.get(id);
+        const view = chips.get(id);
         if (view === undefined || view.healthy) continue;
         healthy.add(id);
         for (const n of this.#networkGroup(id)) networkHealthy.add(n);

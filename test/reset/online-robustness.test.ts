@@ -54,6 +54,23 @@ describe('agent restart in the middle of a reset (deliver 6)', () => {
     expect(store.records).toEqual([]);
   });
 
+  test('issue [T] item 4 §3.10 until its first cycle the restarted engine trusts a resumed episode: its faulty chip is reported Healthy', async () => {
+    const store = new MemoryStore();
+    const first = new Rig({ store, stopSeconds: 30 });
+    first.cms.lag = true; // the new agent's ConfigMap cache has not listed our write yet
+    await l5(first);
+    await first.until(() => first.state() === 'waitingProcesses', 10);
+    const rig = restart(first, store);
+    // before any cycle: no chip view of its own, no usable ConfigMap in the cache, yet the task is in reset
+    expect([...rig.engine.healthOverrides().healthy]).toEqual([3]);
+    expect([...rig.engine.healthOverrides().networkHealthy].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    rig.cycle();
+    // from the first cycle on the cache decides (HR-20), as without a restart
+    expect([...rig.engine.healthOverrides().healthy]).toEqual([]);
+    rig.cms.deliver();
+    expect([...rig.engine.healthOverrides().healthy]).toEqual([3]);
+  });
+
   test('[F] restart while the ring boots with the fault gone: the ring is held at once, boot is awaited, recovered', async () => {
     const store = new MemoryStore();
     const first = new Rig({ store });
