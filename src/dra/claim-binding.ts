@@ -16,7 +16,7 @@ import { CHIP_FAILED_CONDITION, CHIP_READY_CONDITION, DRA_DRIVER } from '../core
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { ListWatch, type WatchFn } from '../kube/list-watch.js';
 import type { BackoffOptions, QueueClock } from '../kube/write-queue.js';
-import { ourDevices } from './claim-devices.js';
+import { listOf, ourDevices } from './claim-devices.js';
 import type { ClaimStatusWriter } from './claim-status.js';
 import type { DraApi } from './dra-api.js';
 import { RESOURCE_CLAIMS_PATH, type ResourceClaim } from './dra-types.js';
@@ -47,12 +47,12 @@ export interface ClaimBindingWatcherOptions {
 /** Whether the claim waits for a verdict of ours: our binding condition on one of our devices, none given yet. */
 export function waitsForUs(claim: ResourceClaim, pool: string, kind: ChipKind): boolean {
   for (const d of ourDevices(claim, pool, kind)) {
-    if (!(d.result.bindingConditions ?? []).includes(CHIP_READY_CONDITION)) continue;
-    const entry = (claim.status?.devices ?? []).find(
-      (e) => e.driver === DRA_DRIVER && e.pool === pool && e.device === d.result.device,
+    if (!listOf(d.result.bindingConditions).includes(CHIP_READY_CONDITION)) continue;
+    const entry = listOf(claim.status?.devices).find(
+      (e) => e?.driver === DRA_DRIVER && e.pool === pool && e.device === d.result.device,
     );
-    const given = (entry?.conditions ?? []).some(
-      (c) => (c.type === CHIP_READY_CONDITION || c.type === CHIP_FAILED_CONDITION) && c.status === 'True',
+    const given = listOf(entry?.conditions).some(
+      (c) => (c?.type === CHIP_READY_CONDITION || c?.type === CHIP_FAILED_CONDITION) && c.status === 'True',
     );
     if (!given) return true;
   }

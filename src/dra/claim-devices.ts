@@ -17,11 +17,17 @@ export interface OurDevice {
   readonly template?: string;
 }
 
+/** A list from the API server, or nothing when it is not one (a claim is input: never trusted to be well formed). */
+export function listOf<T>(v: readonly T[] | undefined | null): readonly T[] {
+  return Array.isArray(v) ? (v as readonly T[]) : [];
+}
+
 /** The claim's allocated devices in our pool whose names parse as ours (others are ignored). */
 export function ourDevices(claim: ResourceClaim, pool: string, kind: ChipKind): OurDevice[] {
   const out: OurDevice[] = [];
-  for (const r of claim.status?.allocation?.devices?.results ?? []) {
-    if (r.driver !== DRA_DRIVER || r.pool !== pool) continue;
+  for (const r of listOf(claim.status?.allocation?.devices?.results)) {
+    if (r === null || typeof r !== 'object' || r.driver !== DRA_DRIVER || r.pool !== pool) continue;
+    if (typeof r.device !== 'string') continue;
     const ref = parseDraDeviceName(r.device, kind);
     if (ref === undefined) continue;
     out.push({ result: r, phyId: ref.phyId, ...(ref.template !== undefined ? { template: ref.template } : {}) });
@@ -31,7 +37,7 @@ export function ourDevices(claim: ResourceClaim, pool: string, kind: ChipKind): 
 
 /** Whether the claim is reserved for the pod (`status.reservedFor`). */
 export function reservedFor(claim: ResourceClaim, podUid: string): boolean {
-  return (claim.status?.reservedFor ?? []).some((r) => r.resource === 'pods' && r.uid === podUid);
+  return listOf(claim.status?.reservedFor).some((r) => r?.resource === 'pods' && r.uid === podUid);
 }
 
 /**
@@ -92,14 +98,14 @@ export function desiredDeviceFields(
   facts: (phyId: number) => ChipStatusFacts,
   nowIso: string,
 ): OurDeviceFields[] {
-  const live = claim.status?.devices ?? [];
+  const live = listOf(claim.status?.devices);
   const out: OurDeviceFields[] = [];
   for (const d of ourDevices(claim, pool, kind)) {
     const f = facts(d.phyId);
     const ip = d.template === undefined ? cidrOf(f.ip) : undefined;
     const prior = live.find((e) => e.driver === DRA_DRIVER && e.pool === pool && e.device === d.result.device);
-    const conditions = (prior?.conditions ?? []).filter((c) => OUR_CONDITIONS.has(c.type));
-    const waits = (d.result.bindingConditions ?? []).includes(CHIP_READY_CONDITION);
+    const conditions = listOf(prior?.conditions).filter((c) => OUR_CONDITIONS.has(c?.type));
+    const waits = listOf(d.result.bindingConditions).includes(CHIP_READY_CONDITION);
     if (waits && !conditions.some((c) => c.status === 'True')) {
       const verdict = bindingVerdict(f.chip);
       if (verdict !== 'pending') conditions.push(conditionOf(verdict, nowIso, claim.metadata.generation));
@@ -142,14 +148,14 @@ export function applyDeviceFields(
 ): AllocatedDeviceStatus[] {
   const out = live.map((e) => ({ ...e }));
   for (const f of fields) {
-    let entry = out.find((e) => e.driver === DRA_DRIVER && e.pool === pool && e.device === f.device);
+    let entry = out.find((e) => e?.driver === DRA_DRIVER && e.pool === pool && e.device === f.device);
     if (entry === undefined) {
       if (f.ips === undefined && f.conditions.length === 0) continue;
       entry = { driver: DRA_DRIVER, pool, device: f.device };
       out.push(entry);
     }
     if (f.ips !== undefined) entry.networkData = { ...entry.networkData, ips: [...f.ips] };
-    const before = entry.conditions ?? []; // the API server writes a missing list as null
+    const before = listOf(entry.conditions); // the API server writes a missing list as null
     const conditions = [...before.filter((c) => !OUR_CONDITIONS.has(c.type)), ...f.conditions];
     if (JSON.stringify(conditions) !== JSON.stringify(before)) entry.conditions = conditions;
   }

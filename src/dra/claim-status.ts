@@ -15,7 +15,7 @@ import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import { errorMessage, statusOf } from '../core/errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { backoffDelay, type BackoffOptions } from '../kube/write-queue.js';
-import { applyDeviceFields, desiredDeviceFields, type ChipStatusFacts } from './claim-devices.js';
+import { applyDeviceFields, desiredDeviceFields, listOf, type ChipStatusFacts } from './claim-devices.js';
 import { metaTime } from './device-taints.js';
 import type { DraApi } from './dra-api.js';
 import type { ResourceClaim } from './dra-types.js';
@@ -104,7 +104,7 @@ export class ClaimStatusWriter {
     try {
       for (;;) {
         claim ??= await this.#o.api.readResourceClaim(namespace, name);
-        const live = claim.status?.devices ?? [];
+        const live = listOf(claim.status?.devices);
         const fields = desiredDeviceFields(
           claim,
           this.#o.nodeName,
