@@ -10,8 +10,11 @@
  * a foreign change), build, and when anything differs: bump the pool's generation past every live slice's, PUT every
  * slice (conditional on its resourceVersion) or POST the ones that do not exist, all with the same generation and
  * `resourceSliceCount`, then DELETE the slices the pool no longer has (the API's rule: a consumer uses only the
- * highest generation of a pool and sees from the count whether it has all of it). A watch on the node's slices
- * notices a slice an operator (or anyone) changed or deleted, and puts it back.
+ * highest generation of a pool and sees from the count whether it has all of it). One exception, the reference
+ * controller's (k8s.io/dynamic-resource-allocation `resourceslice`): when the pool has several slices and only one of
+ * them changes, that one is updated at the generation it has — one write that consumers see whole — instead of all
+ * of them. A pool of one slice (a node without partitions) gets a new generation with every change. A watch on the
+ * node's slices notices a slice an operator (or anyone) changed or deleted, and puts it back.
  */
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { SYSTEM_CLOCK } from '../core/clock.js';
@@ -303,15 +306,23 @@ export class ResourceSliceWriter {
       const wanted = specs.map(canonicalSpec);
       const extra = [...live.keys()].filter((n) => !names.includes(n));
       const gens = new Set([...live.values()].map((s) => s.spec.pool?.generation ?? 0));
-      const same = names.every((n, i) => this.#known.get(n) === wanted[i]) && extra.length === 0 && gens.size <= 1;
-      if (same) {
+      const changed = names.flatMap((n, i) => (this.#known.get(n) === wanted[i] ? [] : [i]));
+      const whole = extra.length === 0 && gens.size <= 1 && names.every((n) => live.has(n));
+      if (changed.length === 0 && whole) {
         this.#stats.unchanged++;
         return;
       }
-      const generation = this.#generation + 1;
-      names.forEach((n, i) => this.#sent.set(n, wanted[i]!));
+      // A change within one slice of a pool of several is one update that consumers see whole, at the generation
+      // they have (k8s.io/dynamic-resource-allocation's resourceslice controller does the same): a fault on a chip
+      // with partitions rewrites its slice, not the pool's 10. Anything else bumps the generation of every slice —
+      // also every change of a one-slice pool, which costs the same one write.
+      const single = whole && names.length > 1 && changed.length === 1;
+      const generation = single ? this.#generation : this.#generation + 1;
+      const indices = single ? changed : names.map((_, i) => i);
+      for (const i of indices) this.#sent.set(names[i]!, wanted[i]!);
       const results = await Promise.allSettled(
-        specs.map(async (spec, i) => {
+        indices.map(async (i) => {
+          const spec = specs[i]!;
           const name = names[i]!;
           const prev = live.get(name);
           const body: ResourceSlice = {
@@ -349,7 +360,10 @@ export class ResourceSliceWriter {
       }
       this.#stats.poolWrites++;
       this.#lastWriteAt = this.#clock.monotonic();
-      this.#log.info({ pool: this.#o.nodeName, generation, slices: names.length }, 'ResourceSlices written');
+      this.#log.info(
+        { pool: this.#o.nodeName, generation, slices: names.length, written: indices.length },
+        'ResourceSlices written',
+      );
       this.#o.onWritten?.({ generation, slices: names });
     } catch (e) {
       // what the server holds is not known any more: the retry lists it again and writes everything

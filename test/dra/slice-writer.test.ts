@@ -233,6 +233,27 @@ describe('issue [DRA] 2 the pool changes shape', () => {
     ]);
   });
 
+  test('several slices: a fault on one chip rewrites its slice only, at the generation the pool has', async () => {
+    const { store } = testStore({ chips: 16 });
+    store.start();
+    const w = writerFor(store, { options: () => ({ partitions: true }) });
+    await w.start();
+    await w.whenIdle();
+    const before = slices();
+    const sliceWrites = w.stats.sliceWrites;
+    store.applyEvents([occur(5)]);
+    await w.whenIdle();
+    expect(w.stats.sliceWrites - sliceWrites).toBe(1);
+    const after = slices();
+    const changed = after.filter((s, i) => s.metadata.resourceVersion !== before[i]!.metadata.resourceVersion);
+    expect(changed.map((s) => s.spec.devices!.some((d) => d.name === 'ascend910-5'))).toEqual([true]);
+    expect(new Set(after.map((s) => s.spec.pool.generation))).toEqual(new Set([1]));
+    // two chips in two slices at once: every slice, a new generation
+    store.applyEvents([occur(0), occur(15)]);
+    await w.whenIdle();
+    expect(new Set(slices().map((s) => s.spec.pool.generation))).toEqual(new Set([2]));
+  });
+
   test('-deviceApi=both: a chip allocated through the device plugin is withdrawn, and comes back when released', async () => {
     const { store } = testStore({ chips: 4 });
     store.start();
