@@ -69,6 +69,7 @@ export const DRA_TAINT_PREFIX = `${DRA_DRIVER}/`;
  * again elsewhere) when it sets {@link CHIP_FAILED_CONDITION} True.
  */
 export const CHIP_READY_CONDITION = `${DRA_DRIVER}/ChipReady`;
+/** The binding-failure condition of a chip under reset (see {@link CHIP_READY_CONDITION}). */
 export const CHIP_FAILED_CONDITION = `${DRA_DRIVER}/ChipFailed`;
 
 /** The device-name prefix of a chip kind: the released name lower-cased (`ascend910`, `ascend310p`, A5 `npu`). */

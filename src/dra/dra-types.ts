@@ -8,8 +8,9 @@
 
 /** `apiVersion` of every object here. */
 export const RESOURCE_API_VERSION = 'resource.k8s.io/v1';
-/** Collection paths. */
+/** Every slice of the cluster (list, watch, create). */
 export const RESOURCE_SLICES_PATH = '/apis/resource.k8s.io/v1/resourceslices';
+/** Every claim of the cluster (list and watch). */
 export const RESOURCE_CLAIMS_PATH = '/apis/resource.k8s.io/v1/resourceclaims';
 
 /** Exactly one member set. */
@@ -28,6 +29,7 @@ export interface QuantityValue {
 /** `None` (informational), `NoSchedule`, `NoExecute`. */
 export type DeviceTaintEffect = 'None' | 'NoSchedule' | 'NoExecute';
 
+/** A taint of a device (`DeviceTaint`). */
 export interface DeviceTaint {
   /** A label name. */
   key: string;
@@ -38,11 +40,13 @@ export interface DeviceTaint {
   timeAdded?: string;
 }
 
+/** What a device consumes of one counter set. */
 export interface DeviceCounterConsumption {
   counterSet: string;
   counters: Record<string, QuantityValue>;
 }
 
+/** One device of a slice. */
 export interface Device {
   name: string;
   attributes?: Record<string, DeviceAttribute>;
@@ -53,17 +57,20 @@ export interface Device {
   bindingFailureConditions?: string[];
 }
 
+/** A named set of counters shared by the devices of a pool (partitions). */
 export interface CounterSet {
   name: string;
   counters: Record<string, QuantityValue>;
 }
 
+/** The pool a slice belongs to. */
 export interface ResourcePool {
   name: string;
   generation: number;
   resourceSliceCount: number;
 }
 
+/** What a slice publishes. */
 export interface ResourceSliceSpec {
   driver: string;
   pool: ResourcePool;
@@ -73,6 +80,7 @@ export interface ResourceSliceSpec {
   sharedCounters?: CounterSet[];
 }
 
+/** The metadata members read or written. */
 export interface ObjectMeta {
   name?: string;
   namespace?: string;
@@ -84,6 +92,7 @@ export interface ObjectMeta {
   [k: string]: unknown;
 }
 
+/** A ResourceSlice. */
 export interface ResourceSlice {
   apiVersion?: string;
   kind?: string;
@@ -108,6 +117,7 @@ export interface DeviceRequestAllocationResult {
   [k: string]: unknown;
 }
 
+/** A claim's `status.allocation`. */
 export interface AllocationResult {
   devices?: { results?: DeviceRequestAllocationResult[]; [k: string]: unknown };
   nodeSelector?: unknown;
@@ -115,6 +125,7 @@ export interface AllocationResult {
   [k: string]: unknown;
 }
 
+/** An entry of `status.reservedFor`. */
 export interface ResourceClaimConsumerReference {
   apiGroup?: string;
   resource: string;
@@ -133,6 +144,7 @@ export interface Condition {
   message: string;
 }
 
+/** `networkData` of a device status entry. */
 export interface NetworkDeviceData {
   interfaceName?: string;
   /** CIDR notation. */
@@ -140,6 +152,7 @@ export interface NetworkDeviceData {
   hardwareAddress?: string;
 }
 
+/** An entry of a claim's `status.devices` (keyed by driver, pool, device, share id). */
 export interface AllocatedDeviceStatus {
   driver: string;
   pool: string;
@@ -150,6 +163,7 @@ export interface AllocatedDeviceStatus {
   networkData?: NetworkDeviceData;
 }
 
+/** A claim's status. */
 export interface ResourceClaimStatus {
   allocation?: AllocationResult;
   reservedFor?: ResourceClaimConsumerReference[];
@@ -157,6 +171,7 @@ export interface ResourceClaimStatus {
   [k: string]: unknown;
 }
 
+/** A ResourceClaim. */
 export interface ResourceClaim {
   apiVersion?: string;
   kind?: string;

@@ -20,8 +20,9 @@ import type { ChipKind } from '../core/chips.js';
 import { templateCores, templatesOf } from '../kubelet/vnpu-core.js';
 import type { CounterSet, DeviceCounterConsumption, QuantityValue } from './dra-types.js';
 
-/** Spec B.6: the AI-core count lies in this range when it was read (8255 and 1 are the markers of a failed read). */
+/** Spec B.6: the AI-core count lies in 8..36 when it was read (8255 and 1 are the markers of a failed read). */
 export const MIN_CHIP_CORES = 8;
+/** Upper end of the B.6 range. */
 export const MAX_CHIP_CORES = 36;
 const GIB = 1024 ** 3;
 

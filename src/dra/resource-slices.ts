@@ -41,6 +41,7 @@ import {
  * fault arrived); `ResourceSliceMaxCounterSets` 8.
  */
 export const SLICE_MAX_DEVICES = 64;
+/** Counter sets per slice (`ResourceSliceMaxCounterSets`). */
 export const SLICE_MAX_COUNTER_SETS = 8;
 /** A slice name is a DNS subdomain. */
 const MAX_NAME = 253;
