@@ -140,7 +140,7 @@ function validateCounters(counters: unknown, at: string, fail: Fail): void {
   if (keys.length > MAX_COUNTERS) fail(at, `Too many: ${keys.length}: must have at most ${MAX_COUNTERS} items`);
   for (const k of keys) {
     if (!dnsLabel(k)) fail(`${at}[${k}]`, 'Invalid value: must be a DNS label');
-    const c = (counters)[k];
+    const c = counters[k];
     if (!isObj(c) || typeof c.value !== 'string' || !/^[0-9.]+([KMGTPE]i?|[mkMGTPE])?$/.test(c.value)) {
       fail(`${at}[${k}].value`, 'Invalid value: not a quantity');
     }
