@@ -111,11 +111,8 @@ export class ClaimBindingWatcher {
 
   #start(): void {
     if (this.#watch !== undefined) return;
-    const qclock: QueueClock = {
-      now: () => this.#clock.monotonic(),
-      setTimeout: (fn, ms) => this.#clock.setTimeout(fn, ms),
-      clearTimeout: (h) => this.#clock.clearTimeout(h as TimerHandle),
-    };
+    // the queue's spacing, backoff and due times run on the clock's monotonic time
+    const qclock: QueueClock = this.#clock;
     this.#log.info({ pool: this.#o.nodeName }, 'a chip is being reset: watching claims for binding conditions');
     this.#watch = new ListWatch<ResourceClaim>({
       what: 'resourceclaims (binding conditions)',

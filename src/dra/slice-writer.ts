@@ -124,11 +124,8 @@ export class ResourceSliceWriter {
     this.#log = options.logger ?? NOOP_LOGGER;
     this.#minInterval = options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS;
     this.#fieldSelector = `spec.nodeName=${options.nodeName},spec.driver=${DRA_DRIVER}`;
-    const qclock: QueueClock = {
-      now: () => this.#clock.monotonic(),
-      setTimeout: (fn, ms) => this.#clock.setTimeout(fn, ms),
-      clearTimeout: (h) => this.#clock.clearTimeout(h as TimerHandle),
-    };
+    // the queue's spacing, backoff and due times run on the clock's monotonic time
+    const qclock: QueueClock = this.#clock;
     this.#queue = new ObjectWriteQueue<number>({
       clock: qclock,
       ...(options.backoff ? { backoff: options.backoff } : {}),

@@ -161,6 +161,8 @@ export class Cluster {
   readonly #view: HostView;
   #kubeletSpec: ComponentSpec | undefined;
   #stopped = false;
+  /** Last resort when the test process exits without stop() (an uncaught error): kill, unmount, remove. */
+  readonly #onExit = (): void => this.#abandon();
 
   private constructor(runDir: string, opts: ClusterOptions) {
     this.#opts = opts;
@@ -172,6 +174,24 @@ export class Cluster {
     this.podResourcesSocket = path.join(this.kubeletRootDir, 'pod-resources', 'kubelet.sock');
     this.devicePluginSandbox = path.join(runDir, 'device-plugins');
     this.#view = new HostView(path.join(runDir, 'host-view'));
+    process.on('exit', this.#onExit);
+  }
+
+  /** Synchronous clean-up for process exit: SIGKILL to everything, then the mounts and the run dir. */
+  #abandon(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const child of this.#owned) child.kill('SIGKILL');
+    for (const c of this.#components.values()) if (!c.exit) c.child.kill('SIGKILL');
+    this.#view.release();
+    for (const m of mountsUnder(this.runDir)) {
+      try {
+        unmount(m);
+      } catch {
+        // best effort: the namespace of test/k8s/run.ts ends with the process anyway
+      }
+    }
+    fs.rmSync(this.runDir, { recursive: true, force: true });
   }
 
   /** Starts everything and waits until the node is Ready and pods can be created; stops what it started on failure. */
@@ -534,6 +554,7 @@ export class Cluster {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    process.off('exit', this.#onExit);
     const problems: string[] = [];
     await Promise.all(
       [...this.#owned].map(
