@@ -193,9 +193,12 @@ describe('issue [DRA] 7 the admission policy: own slices only', () => {
     const all = expressions().join('\n');
     expect(all).not.toContain('request.subResource');
     expect(all).toMatch(/has\(request\.userInfo\.extra\)/);
-    for (const f of ['nodeName', 'driver']) expect(all).toContain(`has(variables.slice.spec.${f})`);
+    for (const o of ['object', 'oldObject']) {
+      expect(all).toContain(`${o} != null && has(${o}.spec)`);
+      for (const f of ['nodeName', 'driver']) expect(all).toContain(`has(${o}.spec.${f}) ? ${o}.spec.${f}`);
+    }
     // object is null on DELETE: the slice is oldObject there
-    expect(all).toContain("request.operation == 'DELETE' ? oldObject : object");
+    expect(all).toMatch(/request\.operation == 'DELETE' \?\s*\(oldObject/);
   });
 
   test('the node of the slice must be the node of the token, and the driver ours', () => {
@@ -204,10 +207,14 @@ describe('issue [DRA] 7 the admission policy: own slices only', () => {
     expect(v).toContain(`variables.sliceNode == variables.node && variables.sliceDriver == '${DRA_DRIVER}'`);
   });
 
-  test('every field a variable reads exists in a ResourceSlice (client-node model)', () => {
-    for (const m of expressions()
-      .join('\n')
-      .matchAll(/variables\.slice\.(\w+(?:\.\w+)*)/g)) {
+  test('every field the expressions read of object / oldObject exists in a ResourceSlice (client-node model)', () => {
+    const reads = [
+      ...expressions()
+        .join('\n')
+        .matchAll(/\b(?:object|oldObject)\.(\w+(?:\.\w+)*)/g),
+    ];
+    expect(reads.length).toBeGreaterThan(0);
+    for (const m of reads) {
       const segs = m[1]!.split('.');
       let t = 'V1ResourceSlice';
       for (const s of segs) {
