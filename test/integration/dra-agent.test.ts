@@ -4,6 +4,8 @@
  * a fault reaches the health stream, `both` serves the device plugin and DRA from one store, and a kill -9 at each
  * durable step of a prepare or unprepare leaves no claim half prepared and loses none (the checkpoint).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { DRIVER_NAME } from '../../src/dra/proto.js';
 import { DRA_CRASH_ENV } from '../../src/agent/wire-dra.js';
@@ -84,12 +86,22 @@ describe('issue [DRA] -deviceApi=dra', () => {
 });
 
 describe('issue [DRA] -deviceApi=both', () => {
-  test('one process, one store: the device plugin registers huawei.com/Ascend910 and the DRA driver registers too', async () => {
+  test('one process, one store: the device plugin (with -cdiDevicePlugin) and the DRA driver, their CDI names apart', async () => {
     s = await DraSandbox.create();
-    await s.start('both');
+    await s.start('both', {}, ['-cdiDevicePlugin']);
     expect(s.sb.kubelet.devices(RESOURCE)?.length).toBe(8);
+    const res = await s.sb.kubelet.allocate(RESOURCE, [['Ascend910-0']]);
+    expect([res.containerResponses[0]!.cdiDevices, res.containerResponses[0]!.devices]).toEqual([
+      [{ name: 'ascend.com/npu=davinci0' }],
+      [],
+    ]);
+    const nodeSpec = JSON.parse(fs.readFileSync(path.join(s.cdiDir, 'ascend.com-npu.json'), 'utf8')) as {
+      devices: { name: string }[];
+    };
+    expect(nodeSpec.devices.map((d) => d.name)).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `davinci${i}`));
     const ref = s.claim('both', ['Ascend910-7']);
     expect((await s.dra.prepare(DRIVER_NAME, [ref])).claims[ref.uid]!.error).toBe('');
+    expect(s.spec(ref.uid)!.devices.map((d) => d.name)).toEqual([`${ref.uid}-Ascend910-7`]);
   });
 });
 
