@@ -1,12 +1,12 @@
 /**
  * Device health for kubelet (`DRAResourceHealth` v1 `NodeWatchResources`, KEP-4680; issue [DRA] item 3): every
  * device of this node's pool with its chip's health, computed from the store's snapshot. The devices are the whole
- * chips (`<type>-<phy>`) and every other device a prepared claim holds (a vNPU partition carries the health of its
+ * chips (`ascend910-3`) and every other device a prepared claim holds (a vNPU partition carries the health of its
  * chip), so whatever a pod got shows in its status. A device is HEALTHY when its chip is Healthy and not being
  * reset; the message names the level, the chip's fault codes and the network health (bounded to kubelet's 1024).
  */
-import { chipName, managerName } from '../core/device-names.js';
 import type { ChipState, NodeState } from '../state/store.js';
+import { chipDeviceName } from './device-lookup.js';
 
 /** Kubelet's limit on a health message (longer ones it truncates). */
 export const MAX_HEALTH_MESSAGE = 1024;
@@ -39,7 +39,6 @@ function statusOf(chip: ChipState): HealthStatusName {
 
 /** Every device's health in `state` (whole chips in chip order, then claimed devices by name), each once. */
 export function healthReport(state: NodeState, poolName: string): DeviceHealthReport[] {
-  const type = managerName(state.node.chipKind);
   const byLogic = new Map(state.chips.map((c) => [c.logicId, c]));
   const out: DeviceHealthReport[] = [];
   const seen = new Set<string>();
@@ -48,7 +47,7 @@ export function healthReport(state: NodeState, poolName: string): DeviceHealthRe
     seen.add(deviceName);
     out.push({ poolName, deviceName, health: statusOf(chip), message: messageOf(chip) });
   };
-  for (const c of state.chips) add(chipName(type, c.phyId), c);
+  for (const c of state.chips) add(chipDeviceName(state.node.chipKind, c.phyId), c);
   const claimed = state.draClaims
     .flatMap((h) => h.devices)
     .sort((a, b) => (a.device < b.device ? -1 : a.device > b.device ? 1 : 0));

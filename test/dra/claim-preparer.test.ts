@@ -93,24 +93,24 @@ function errorOf(o: PrepareOutcome | undefined): string | undefined {
 }
 
 describe('issue [DRA] item 1: NodePrepareResources', () => {
-  test('a claim for Ascend910-1: one CDI device naming /dev/davinci1 with the host’s numbers, the answer names it', async () => {
+  test('a claim for ascend910-1: one CDI device naming /dev/davinci1 with the host’s numbers, the answer names it', async () => {
     const r = setup();
-    const ref = claim(r, 'c1', ['Ascend910-1']);
+    const ref = claim(r, 'c1', ['ascend910-1']);
     const out = await r.preparer.prepare([ref]);
     expect(out.get(ref.uid)).toEqual({
       devices: [
         {
           requestNames: ['npu'],
           poolName: POOL,
-          deviceName: 'Ascend910-1',
-          cdiDeviceIds: [`ascend.com/npu=${ref.uid}-Ascend910-1`],
+          deviceName: 'ascend910-1',
+          cdiDeviceIds: [`ascend.com/npu=${ref.uid}-ascend910-1`],
         },
       ],
     });
     const spec = specOf(r, ref.uid)!;
     expect(
       spec.devices.map((d) => [d.name, d.containerEdits.deviceNodes!.map((n) => [n.path, n.major, n.minor])]),
-    ).toEqual([[`${ref.uid}-Ascend910-1`, [['/dev/davinci1', MAJOR.davinci, 1]]]]);
+    ).toEqual([[`${ref.uid}-ascend910-1`, [['/dev/davinci1', MAJOR.davinci, 1]]]]);
     expect(spec.containerEdits.deviceNodes!.map((n) => n.path)).toEqual([
       '/dev/davinci_manager',
       '/dev/devmm_svm',
@@ -120,20 +120,20 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
 
   test('the store holds the prepared claim (NodeState.draClaims) and the checkpoint holds it prepared', async () => {
     const r = setup();
-    const ref = claim(r, 'c1', ['Ascend910-2']);
+    const ref = claim(r, 'c1', ['ascend910-2']);
     await r.preparer.prepare([ref]);
     expect(r.store.snapshot().draClaims).toEqual([
-      { uid: ref.uid, namespace: 'default', name: 'c1', devices: [{ device: 'Ascend910-2', logicId: 2 }] },
+      { uid: ref.uid, namespace: 'default', name: 'c1', devices: [{ device: 'ascend910-2', logicId: 2 }] },
     ]);
     expect(r.checkpoint.load()[ref.uid]).toMatchObject({
       state: 'prepared',
-      devices: [{ device: 'Ascend910-2', logicId: 2 }],
+      devices: [{ device: 'ascend910-2', logicId: 2 }],
     });
   });
 
   test('idempotent: the same claim again is answered from the checkpoint, without reading the API, even if its chip failed since', async () => {
     const r = setup();
-    const ref = claim(r, 'c1', ['Ascend910-1']);
+    const ref = claim(r, 'c1', ['ascend910-1']);
     const first = await r.preparer.prepare([ref]);
     const reads = r.api.reads;
     r.store.applyEvents([{ logicId: 1, code: SEPARATE, assertion: 'occur', severity: 2 }]);
@@ -145,11 +145,11 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
   test('batched: one claim on an Unhealthy chip is refused, the other in the same request is prepared', async () => {
     const r = setup();
     r.store.applyEvents([{ logicId: 3, code: SEPARATE, assertion: 'occur', severity: 2 }]);
-    const bad = claim(r, 'bad', ['Ascend910-3']);
-    const good = claim(r, 'good', ['Ascend910-0']);
+    const bad = claim(r, 'bad', ['ascend910-3']);
+    const good = claim(r, 'good', ['ascend910-0']);
     const out = await r.preparer.prepare([bad, good]);
     expect(errorOf(out.get(bad.uid))).toMatch(
-      /refusing to prepare Ascend910-3 for default\/bad: chip Ascend910-3 is Unhealthy \(level SeparateNPU\)/,
+      /refusing to prepare ascend910-3 for default\/bad: chip Ascend910-3 is Unhealthy \(level SeparateNPU\)/,
     );
     expect(errorOf(out.get(good.uid))).toBeUndefined();
     expect([specOf(r, bad.uid), r.checkpoint.load()[bad.uid]]).toEqual([undefined, undefined]);
@@ -158,7 +158,7 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
   test('a chip being reset (task-aware reset: reported Healthy meanwhile) is refused', async () => {
     const r = setup();
     const p = r.make({ resetting: (id) => id === 2 });
-    const ref = claim(r, 'c', ['Ascend910-2']);
+    const ref = claim(r, 'c', ['ascend910-2']);
     expect(errorOf((await p.prepare([ref])).get(ref.uid))).toMatch(/chip Ascend910-2 is being reset/);
   });
 
@@ -176,14 +176,14 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
   test('a device of another pool, or not on this node, is a per-claim error; another driver’s result is left alone', async () => {
     const r = setup();
     const other = randomUUID();
-    r.api.set(claimObject(other, 'other-pool', [result('Ascend910-1', 'node-2')]));
+    r.api.set(claimObject(other, 'other-pool', [result('ascend910-1', 'node-2')]));
     const unknown = randomUUID();
-    r.api.set(claimObject(unknown, 'unknown', [result('Ascend910-9', POOL)]));
+    r.api.set(claimObject(unknown, 'unknown', [result('ascend910-9', POOL)]));
     const mixed = randomUUID();
     r.api.set(
       claimObject(mixed, 'mixed', [
         { request: 'gpu', driver: 'gpu.example.com', pool: POOL, device: 'gpu-0' },
-        result('Ascend910-0', POOL),
+        result('ascend910-0', POOL),
       ]),
     );
     const refs = [other, unknown, mixed].map((uid, i) => ({
@@ -193,13 +193,13 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
     }));
     const out = await r.preparer.prepare(refs);
     expect(errorOf(out.get(other))).toMatch(/allocated from pool node-2; this node's pool is node-1/);
-    expect(errorOf(out.get(unknown))).toMatch(/Ascend910-9 of default\/unknown is not a device of this node/);
-    expect(out.get(mixed)).toMatchObject({ devices: [{ deviceName: 'Ascend910-0' }] });
+    expect(errorOf(out.get(unknown))).toMatch(/ascend910-9 of default\/unknown is not a device of this node/);
+    expect(out.get(mixed)).toMatchObject({ devices: [{ deviceName: 'ascend910-0' }] });
   });
 
   test('a claim replaced (another uid), not allocated, or not found is a per-claim error', async () => {
     const r = setup();
-    r.api.set(claimObject(randomUUID(), 'replaced', [result('Ascend910-0', POOL)]));
+    r.api.set(claimObject(randomUUID(), 'replaced', [result('ascend910-0', POOL)]));
     r.api.set(claimObject(randomUUID(), 'pending', undefined));
     const refs: ClaimRef[] = ['replaced', 'pending', 'missing'].map((name) => ({
       namespace: 'default',
@@ -217,9 +217,9 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
 
   test('a device another prepared claim holds is refused (the scheduler should never do it: said, not obeyed)', async () => {
     const r = setup();
-    const first = claim(r, 'first', ['Ascend910-1']);
+    const first = claim(r, 'first', ['ascend910-1']);
     await r.preparer.prepare([first]);
-    const second = claim(r, 'second', ['Ascend910-1']);
+    const second = claim(r, 'second', ['ascend910-1']);
     expect(errorOf((await r.preparer.prepare([second])).get(second.uid))).toMatch(
       /already prepared for claim default\/first/,
     );
@@ -236,7 +236,7 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
     const node = path.join(r.dir, 'dev', 'davinci2');
     fs.rmSync(node);
     fs.writeFileSync(node, '');
-    const ref = claim(r, 'c', ['Ascend910-2']);
+    const ref = claim(r, 'c', ['ascend910-2']);
     const out = await r.preparer.prepare([ref]);
     expect(errorOf(out.get(ref.uid))).toMatch(/davinci2: is not a character device/);
     expect([specOf(r, ref.uid), r.checkpoint.load(), r.store.snapshot().draClaims]).toEqual([undefined, {}, []]);
@@ -245,7 +245,7 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
   test('a checkpoint that cannot be written: every claim of the batch fails, nothing is left', async () => {
     const r = setup();
     fs.mkdirSync(r.checkpoint.file); // the rename onto it fails
-    const ref = claim(r, 'c', ['Ascend910-0']);
+    const ref = claim(r, 'c', ['ascend910-0']);
     const out = await r.preparer.prepare([ref]);
     expect(errorOf(out.get(ref.uid))).toMatch(/the DRA checkpoint cannot be written/);
     expect(fs.existsSync(r.cdiDir) ? fs.readdirSync(r.cdiDir) : []).toEqual([]);
@@ -255,20 +255,20 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
 describe('issue [DRA] item 1: NodeUnprepareResources', () => {
   test('removes the spec, the checkpoint entry and the store’s hold; an unknown claim is a success', async () => {
     const r = setup();
-    const ref = claim(r, 'c', ['Ascend910-0']);
+    const ref = claim(r, 'c', ['ascend910-0']);
     await r.preparer.prepare([ref]);
     const out = await r.preparer.unprepare([ref, { namespace: 'default', name: 'never', uid: randomUUID() }]);
     expect([...out.values()]).toEqual([undefined, undefined]);
     expect([specOf(r, ref.uid), r.checkpoint.load(), r.store.snapshot().draClaims]).toEqual([undefined, {}, []]);
     // and the device is free again for another claim
-    const next = claim(r, 'next', ['Ascend910-0']);
+    const next = claim(r, 'next', ['ascend910-0']);
     expect(errorOf((await r.preparer.prepare([next])).get(next.uid))).toBeUndefined();
   });
 });
 
 describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names them)', () => {
   const partitions: DeviceLookup = (name) =>
-    name === 'Ascend910-1-vir04-a' ? { logicId: 1, template: 'vir04' } : undefined;
+    name === 'ascend910-1-vir04-a' ? { logicId: 1, template: 'vir04' } : undefined;
 
   test('prepare creates the vNPU and exposes /dev/vdavinci<id> at /dev/davinci<id>; unprepare destroys it', async () => {
     const calls: string[] = [];
@@ -279,7 +279,7 @@ describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names th
     const r = setup();
     mknod(path.join(r.dir, 'dev', 'vdavinci100'), MAJOR.vdavinci, 100);
     const p = r.make({ vnpu, lookups: [partitions] });
-    const ref = claim(r, 'part', ['Ascend910-1-vir04-a']);
+    const ref = claim(r, 'part', ['ascend910-1-vir04-a']);
     expect(errorOf((await p.prepare([ref])).get(ref.uid))).toBeUndefined();
     const node = specOf(r, ref.uid)!.devices[0]!.containerEdits.deviceNodes![0]!;
     expect([node.path, node.hostPath, node.major, node.minor]).toEqual([
@@ -295,7 +295,7 @@ describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names th
 
   test('without a vNPU port a partition is refused; a failed create is the claim’s error', async () => {
     const r = setup();
-    const ref = claim(r, 'part', ['Ascend910-1-vir04-a']);
+    const ref = claim(r, 'part', ['ascend910-1-vir04-a']);
     expect(errorOf((await r.make({ lookups: [partitions] }).prepare([ref])).get(ref.uid))).toMatch(/creates no vNPUs/);
     const failing: VnpuPort = {
       create: () => {
@@ -305,7 +305,7 @@ describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names th
     };
     const out = await r.make({ vnpu: failing, lookups: [partitions] }).prepare([ref]);
     expect(errorOf(out.get(ref.uid))).toMatch(
-      /vNPU vir04 for Ascend910-1-vir04-a cannot be created on Ascend910-1: dcmi_create_vdevice -8005/,
+      /vNPU vir04 for ascend910-1-vir04-a cannot be created on Ascend910-1: dcmi_create_vdevice -8005/,
     );
   });
 });
@@ -313,7 +313,7 @@ describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names th
 describe('issue [DRA] item 1: start-up recovery from the checkpoint', () => {
   test('a claim left preparing is undone (spec removed); a prepared one is kept and its missing spec written again', async () => {
     const r = setup();
-    const kept = claim(r, 'kept', ['Ascend910-0']);
+    const kept = claim(r, 'kept', ['ascend910-0']);
     await r.preparer.prepare([kept]);
     const cut = randomUUID();
     const saved = r.checkpoint.load();
@@ -324,7 +324,7 @@ describe('issue [DRA] item 1: start-up recovery from the checkpoint', () => {
         name: 'cut',
         state: 'preparing',
         devices: [
-          { ...saved[kept.uid]!.devices[0]!, device: 'Ascend910-3', logicId: 3, cdiName: `${cut}-Ascend910-3` },
+          { ...saved[kept.uid]!.devices[0]!, device: 'ascend910-3', logicId: 3, cdiName: `${cut}-ascend910-3` },
         ],
       },
     });
@@ -336,7 +336,7 @@ describe('issue [DRA] item 1: start-up recovery from the checkpoint', () => {
     const fresh = r.make();
     const report = fresh.recover();
     expect(report).toMatchObject({ kept: 1, undone: [cut], specsRewritten: [kept.uid] });
-    expect([specOf(r, cut), specOf(r, kept.uid)?.devices[0]?.name]).toEqual([undefined, `${kept.uid}-Ascend910-0`]);
+    expect([specOf(r, cut), specOf(r, kept.uid)?.devices[0]?.name]).toEqual([undefined, `${kept.uid}-ascend910-0`]);
     expect(Object.keys(r.checkpoint.load())).toEqual([kept.uid]);
     expect(r.store.snapshot().draClaims.map((c) => c.uid)).toEqual([kept.uid]);
   });
@@ -353,9 +353,9 @@ describe('issue [DRA] item 1: start-up recovery from the checkpoint', () => {
 
   test('a damaged checkpoint is moved aside and said; the specs are left alone (their claims are unknown)', async () => {
     const r = setup();
-    const ref = claim(r, 'c', ['Ascend910-0']);
+    const ref = claim(r, 'c', ['ascend910-0']);
     await r.preparer.prepare([ref]);
-    const text = fs.readFileSync(r.checkpoint.file, 'utf8').replace('Ascend910-0', 'Ascend910-1');
+    const text = fs.readFileSync(r.checkpoint.file, 'utf8').replace('ascend910-0', 'ascend910-1');
     fs.writeFileSync(r.checkpoint.file, text); // content changed, checksum not
     const report = r.make().recover();
     expect(report.unusable).toMatch(/checksum does not match \(damaged\); moved to .*dra-checkpoint\.json\.bad-/);

@@ -133,7 +133,7 @@ describe('issue [DRA] item 1: DRAPlugin v1 through dra.sock', () => {
     const r = await setup();
     await r.sim.waitForRegistration(DRIVER_NAME);
     const ok = randomUUID();
-    r.api.set(claimObject(ok, 'ok', [result('Ascend910-2', POOL)]));
+    r.api.set(claimObject(ok, 'ok', [result('ascend910-2', POOL)]));
     const missing = randomUUID();
     const res = await r.sim.prepare(DRIVER_NAME, [
       { namespace: 'default', name: 'ok', uid: ok },
@@ -144,8 +144,8 @@ describe('issue [DRA] item 1: DRAPlugin v1 through dra.sock', () => {
         {
           requestNames: ['npu'],
           poolName: POOL,
-          deviceName: 'Ascend910-2',
-          cdiDeviceIds: [`ascend.com/npu=${ok}-Ascend910-2`],
+          deviceName: 'ascend910-2',
+          cdiDeviceIds: [`ascend.com/npu=${ok}-ascend910-2`],
         },
       ],
       error: '',
@@ -173,7 +173,7 @@ describe('issue [DRA] item 3: DRAResourceHealth v1 NodeWatchResources (KEP-4680)
     await r.sim.waitFor(() => r.sim.healthMessages.length > 0, 'the first health message');
     const first = r.sim.healthMessages[0]!;
     expect(first.devices.map((d) => [d.device?.deviceName, d.health, d.healthCheckTimeoutSeconds])).toEqual(
-      [0, 1, 2, 3].map((i) => [`Ascend910-${i}`, 'HEALTHY', String(HEALTH_TIMEOUT_SECONDS)]),
+      [0, 1, 2, 3].map((i) => [`ascend910-${i}`, 'HEALTHY', String(HEALTH_TIMEOUT_SECONDS)]),
     );
     expect(first.devices[0]!.message).toBe('level NormalNPU; network Healthy');
   });
@@ -188,11 +188,11 @@ describe('issue [DRA] item 3: DRAResourceHealth v1 NodeWatchResources (KEP-4680)
     // synchronously, in the store's listener pass: written to the stream before applyEvents returned
     expect(r.plugin.server.healthSends).toBe(sendsBefore + 1);
     const h = await r.sim.waitFor(() => {
-      const x = r.sim.health(DRIVER_NAME, POOL, 'Ascend910-1');
+      const x = r.sim.health(DRIVER_NAME, POOL, 'ascend910-1');
       return x?.health === 'UNHEALTHY' ? x : undefined;
-    }, 'Ascend910-1 UNHEALTHY');
+    }, 'ascend910-1 UNHEALTHY');
     expect(h.message).toBe('level SeparateNPU; codes 80E18402; network Healthy');
-    expect(r.sim.health(DRIVER_NAME, POOL, 'Ascend910-0')?.health).toBe('HEALTHY');
+    expect(r.sim.health(DRIVER_NAME, POOL, 'ascend910-0')?.health).toBe('HEALTHY');
   });
 
   test('unchanged, the report is sent again every keep-alive period (kubelet would call a silent device Unknown)', async () => {
@@ -206,12 +206,12 @@ describe('issue [DRA] item 3: DRAResourceHealth v1 NodeWatchResources (KEP-4680)
   test('a prepared claim’s devices are reported too (a partition carries its chip’s health)', async () => {
     const r = await setup();
     r.store.setDraClaims([
-      { uid: 'u', namespace: 'd', name: 'c', devices: [{ device: 'Ascend910-3-vir02-x', logicId: 3 }] },
+      { uid: 'u', namespace: 'd', name: 'c', devices: [{ device: 'ascend910-3-vir02-x', logicId: 3 }] },
     ]);
-    await r.sim.waitFor(() => r.sim.health(DRIVER_NAME, POOL, 'Ascend910-3-vir02-x'), 'the partition in the report');
+    await r.sim.waitFor(() => r.sim.health(DRIVER_NAME, POOL, 'ascend910-3-vir02-x'), 'the partition in the report');
     r.store.applyEvents([{ logicId: 3, code: SEPARATE, assertion: 'occur', severity: 2 }]);
     await r.sim.waitFor(
-      () => r.sim.health(DRIVER_NAME, POOL, 'Ascend910-3-vir02-x')?.health === 'UNHEALTHY',
+      () => r.sim.health(DRIVER_NAME, POOL, 'ascend910-3-vir02-x')?.health === 'UNHEALTHY',
       'the partition UNHEALTHY with its chip',
     );
   });

@@ -110,7 +110,7 @@ afterAll(async () => {
 }, 120_000);
 
 describe('issue [DRA] item 6: podman consumes the DRA claim spec', () => {
-  test('--device ascend.com/npu=<claim uid>-Ascend910-5: the container has /dev/davinci5 and the management nodes, nothing else', async () => {
+  test('--device ascend.com/npu=<claim uid>-ascend910-5: the container has /dev/davinci5 and the management nodes, nothing else', async () => {
     const ts = testStore({ chips: 8 });
     const api = new FakeClaimApi();
     const devDir = path.join(dir, 'dev');
@@ -129,7 +129,7 @@ describe('issue [DRA] item 6: podman consumes the DRA claim spec', () => {
       clock: ts.clock,
     });
     const uid = randomUUID();
-    api.set(claimObject(uid, 'one-npu', [result('Ascend910-5', POOL)]));
+    api.set(claimObject(uid, 'one-npu', [result('ascend910-5', POOL)]));
     const out = await preparer.prepare([{ namespace: 'default', name: 'one-npu', uid }]);
     const prepared = out.get(uid);
     if (!prepared || 'error' in prepared) throw new Error(`not prepared: ${JSON.stringify(prepared)}`);

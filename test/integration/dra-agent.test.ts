@@ -24,15 +24,15 @@ describe('issue [DRA] -deviceApi=dra', () => {
     s = await DraSandbox.create();
     await s.start('dra');
     expect(s.sb.kubelet.registrations).toEqual([]); // no device plugin in dra mode
-    const ref = s.claim('one-npu', ['Ascend910-5']);
+    const ref = s.claim('one-npu', ['ascend910-5']);
     const res = await s.dra.prepare(DRIVER_NAME, [ref]);
     expect(res.claims[ref.uid]).toEqual({
       devices: [
         {
           requestNames: ['npu'],
           poolName: NODE_NAME,
-          deviceName: 'Ascend910-5',
-          cdiDeviceIds: [`ascend.com/npu=${ref.uid}-Ascend910-5`],
+          deviceName: 'ascend910-5',
+          cdiDeviceIds: [`ascend.com/npu=${ref.uid}-ascend910-5`],
         },
       ],
       error: '',
@@ -56,24 +56,24 @@ describe('issue [DRA] -deviceApi=dra', () => {
     const sb = s.sb;
     const dra = s.dra;
     await dra.waitFor(
-      () => dra.health(DRIVER_NAME, NODE_NAME, 'Ascend910-2')?.health === 'HEALTHY',
-      'Ascend910-2 HEALTHY',
+      () => dra.health(DRIVER_NAME, NODE_NAME, 'ascend910-2')?.health === 'HEALTHY',
+      'ascend910-2 HEALTHY',
     );
     await sb.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'occur' });
     const h = await dra.waitFor(() => {
-      const x = dra.health(DRIVER_NAME, NODE_NAME, 'Ascend910-2');
+      const x = dra.health(DRIVER_NAME, NODE_NAME, 'ascend910-2');
       return x?.health === 'UNHEALTHY' ? x : undefined;
-    }, 'Ascend910-2 UNHEALTHY');
+    }, 'ascend910-2 UNHEALTHY');
     expect(h.message).toContain(`codes ${SEPARATE_CODE}`);
-    const ref = s.claim('on-faulty', ['Ascend910-2']);
+    const ref = s.claim('on-faulty', ['ascend910-2']);
     const res = await dra.prepare(DRIVER_NAME, [ref]);
-    expect(res.claims[ref.uid]!.error).toMatch(/refusing to prepare Ascend910-2 .* is Unhealthy \(level SeparateNPU\)/);
+    expect(res.claims[ref.uid]!.error).toMatch(/refusing to prepare ascend910-2 .* is Unhealthy \(level SeparateNPU\)/);
   });
 
   test('an agent restarted keeps its prepared claims: answered from the checkpoint even with the claim gone from the API', async () => {
     s = await DraSandbox.create();
     const first = await s.start('dra');
-    const ref = s.claim('kept', ['Ascend910-1']);
+    const ref = s.claim('kept', ['ascend910-1']);
     const before = await s.dra.prepare(DRIVER_NAME, [ref]);
     first.child.kill('SIGTERM');
     await first.waitExit();
@@ -99,9 +99,9 @@ describe('issue [DRA] -deviceApi=both', () => {
       devices: { name: string }[];
     };
     expect(nodeSpec.devices.map((d) => d.name)).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `davinci${i}`));
-    const ref = s.claim('both', ['Ascend910-7']);
+    const ref = s.claim('both', ['ascend910-7']);
     expect((await s.dra.prepare(DRIVER_NAME, [ref])).claims[ref.uid]!.error).toBe('');
-    expect(s.spec(ref.uid)!.devices.map((d) => d.name)).toEqual([`${ref.uid}-Ascend910-7`]);
+    expect(s.spec(ref.uid)!.devices.map((d) => d.name)).toEqual([`${ref.uid}-ascend910-7`]);
   });
 });
 
@@ -111,7 +111,7 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
     async (step) => {
       s = await DraSandbox.create();
       const a = await s.start('dra', { [DRA_CRASH_ENV]: step });
-      const ref = s.claim('c', ['Ascend910-3']);
+      const ref = s.claim('c', ['ascend910-3']);
       await expect(s.dra.prepare(DRIVER_NAME, [ref])).rejects.toBeDefined();
       expect((await a.waitExit()).signal).toBe('SIGKILL');
       await s.start('dra');
@@ -128,13 +128,13 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
   test('killed after prepare-commit: the claim is prepared at the restart and kubelet’s retry is answered from the checkpoint', async () => {
     s = await DraSandbox.create();
     const a = await s.start('dra', { [DRA_CRASH_ENV]: 'prepare-commit' });
-    const ref = s.claim('c', ['Ascend910-4']);
+    const ref = s.claim('c', ['ascend910-4']);
     await expect(s.dra.prepare(DRIVER_NAME, [ref])).rejects.toBeDefined();
     expect((await a.waitExit()).signal).toBe('SIGKILL');
     s.deleteClaim('c'); // not read again: the checkpoint answers
     await s.start('dra');
     const again = await s.dra.prepare(DRIVER_NAME, [ref]);
-    expect(again.claims[ref.uid]!.devices.map((d) => d.deviceName)).toEqual(['Ascend910-4']);
+    expect(again.claims[ref.uid]!.devices.map((d) => d.deviceName)).toEqual(['ascend910-4']);
     expect(s.spec(ref.uid)?.devices[0]?.containerEdits.deviceNodes[0]?.path).toBe('/dev/davinci4');
   });
 
@@ -143,7 +143,7 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
     async (step) => {
       s = await DraSandbox.create();
       const a = await s.start('dra', { [DRA_CRASH_ENV]: step });
-      const ref = s.claim('c', ['Ascend910-6']);
+      const ref = s.claim('c', ['ascend910-6']);
       expect((await s.dra.prepare(DRIVER_NAME, [ref])).claims[ref.uid]!.error).toBe('');
       await expect(s.dra.unprepare(DRIVER_NAME, [ref])).rejects.toBeDefined();
       expect((await a.waitExit()).signal).toBe('SIGKILL');
