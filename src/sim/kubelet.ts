@@ -1,11 +1,16 @@
 /**
  * A kubelet stand-in for tests and `simulate`, speaking real gRPC over Unix sockets:
- * - serves `Registration` on `<dir>/kubelet.sock`; on Register it dials the plugin's endpoint, opens
- *   ListAndWatch and records every update (a newer registration of a resource replaces the older endpoint);
+ * - serves `Registration` on `<dir>/kubelet.sock`; on Register it dials the plugin's endpoint and asks
+ *   GetDevicePluginOptions before it answers (as kubelet 1.37 does: a plugin that cannot answer is not registered),
+ *   then opens ListAndWatch and records every update (a newer registration of a resource replaces the older
+ *   endpoint; the same endpoint again while its stream is open is refused, as kubelet refuses it). Refusals carry
+ *   kubelet's gRPC code (Unknown) and messages;
  * - calls Allocate, GetPreferredAllocation, GetDevicePluginOptions and PreStartContainer like kubelet does;
  * - `stop()` removes kubelet.sock and drops the plugin connections; `restart()` also wipes the directory as a
  *   starting kubelet does, then serves kubelet.sock again;
- * - serves pod-resources v1 (`List`, `GetAllocatableResources`, `Get`) from its own allocations.
+ * - serves pod-resources v1 (`List`, `GetAllocatableResources`, `Get`) from its own allocations, shaped as kubelet
+ *   answers: one `ContainerDevices` per device ID, allocatable devices only while their plugin's stream is open.
+ * The differences from the real kubelet that remain are listed in docs/testing.md ("A real cluster").
  */
 import { KubeletPodsServer, type KubeletPodsOptions } from './kubelet-pods.js';
 import * as grpc from '@grpc/grpc-js';
@@ -55,6 +60,8 @@ export interface RegistrationRecord {
   readonly version: string;
   readonly getPreferredAllocationAvailable: boolean;
   readonly preStartRequired: boolean;
+  /** The plugin's answer to GetDevicePluginOptions during Register (kubelet acts on these, not on the request's). */
+  readonly pluginOptions: DevicePluginOptions__Output;
   readonly at: number;
   /** Running number of this registration (1, 2, …, over all resources). */
   readonly seq: number;
@@ -296,14 +303,17 @@ export class KubeletSimulator extends EventEmitter {
     fs.rmSync(this.socketPath, { force: true });
     const server = new grpc.Server();
     const handlers: RegistrationHandlers = {
+      // kubelet answers every refusal with a plain Go error: gRPC code Unknown (devicemanager plugin/v1beta1).
       Register: (call, callback) => {
         const problem = this.#validate(call.request);
         if (problem) {
-          callback({ code: grpc.status.INVALID_ARGUMENT, details: problem });
+          callback({ code: grpc.status.UNKNOWN, details: problem });
           return;
         }
-        this.#connect(call.request);
-        callback(null, {});
+        this.#connect(call.request).then(
+          () => callback(null, {}),
+          (err: Error) => callback({ code: grpc.status.UNKNOWN, details: err.message }),
+        );
       },
     };
     server.addService(this.#dp.Registration.service, handlers);
@@ -312,29 +322,56 @@ export class KubeletSimulator extends EventEmitter {
     this.emit('listening');
   }
 
+  /** kubelet's checks and messages (errUnsupportedVersion, errInvalidResourceName); kubelet would fail to dial a path. */
   #validate(req: RegisterRequest__Output): string | undefined {
-    if (req.version !== DEVICE_PLUGIN_VERSION) return `unsupported device-plugin API version ${req.version}`;
-    if (!RESOURCE_NAME.test(req.resourceName)) return `invalid resource name ${req.resourceName}`;
-    if (!req.endpoint || req.endpoint.includes('/')) return `invalid endpoint ${req.endpoint}`;
+    if (req.version !== DEVICE_PLUGIN_VERSION) {
+      return `requested API version "${req.version}" is not supported by kubelet. Supported version is ["${DEVICE_PLUGIN_VERSION}"]`;
+    }
+    if (!RESOURCE_NAME.test(req.resourceName)) return `the ResourceName "${req.resourceName}" is invalid`;
+    if (!req.endpoint || req.endpoint.includes('/')) {
+      return `failed to dial device plugin: endpoint "${req.endpoint}" is not a socket in ${this.dir}`;
+    }
     return undefined;
   }
 
-  #connect(req: RegisterRequest__Output): void {
+  /** Dials the plugin and asks its options (kubelet's PluginConnected); rejects with kubelet's message. */
+  async #connect(req: RegisterRequest__Output): Promise<void> {
+    const socket = path.join(this.dir, req.endpoint);
+    const current = this.#endpoints.get(req.resourceName);
+    if (current?.open && current.registration.endpoint === req.endpoint) {
+      throw new Error(`device plugin already connected: ${socket}`);
+    }
+    const client = new this.#dp.DevicePlugin(`unix://${socket}`, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    });
+    let pluginOptions: DevicePluginOptions__Output;
+    try {
+      pluginOptions = await new Promise<DevicePluginOptions__Output>((resolve, reject) =>
+        client.GetDevicePluginOptions(
+          {},
+          { deadline: Date.now() + (this.#opts.callTimeoutMs ?? 5000) },
+          (err, value) => (err ? reject(err) : resolve(value!)),
+        ),
+      );
+    } catch (err) {
+      client.close();
+      const e = err as grpc.ServiceError;
+      if (e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED) {
+        throw new Error(`failed to dial device plugin: ${e.details}`, { cause: err });
+      }
+      throw new Error(`failed to get device plugin options: ${goRpcError(e)}`, { cause: err });
+    }
     const registration: RegistrationRecord = {
       resourceName: req.resourceName,
       endpoint: req.endpoint,
       version: req.version,
       getPreferredAllocationAvailable: req.options?.getPreferredAllocationAvailable ?? false,
       preStartRequired: req.options?.preStartRequired ?? false,
+      pluginOptions,
       at: Date.now(),
       seq: ++this.#seq,
     };
     this.registrations.push(registration);
-    const client = new this.#dp.DevicePlugin(
-      `unix://${path.join(this.dir, req.endpoint)}`,
-      grpc.credentials.createInsecure(),
-      { 'grpc.max_receive_message_length': 16 * 1024 * 1024 },
-    );
     const stream = client.ListAndWatch({});
     const endpoint: Endpoint = { registration, client, stream, devices: undefined, open: true };
     const old = this.#endpoints.get(req.resourceName);
@@ -400,7 +437,10 @@ export class KubeletSimulator extends EventEmitter {
       name: p.name,
       containers: [...p.containers].map(([name, byResource]) => ({
         name,
-        devices: [...byResource].map(([resourceName, deviceIds]) => ({ resourceName, deviceIds })),
+        // kubelet lists one ContainerDevices per device ID
+        devices: [...byResource].flatMap(([resourceName, deviceIds]) =>
+          deviceIds.map((id) => ({ resourceName, deviceIds: [id] })),
+        ),
       })),
     };
   }
@@ -417,6 +457,8 @@ export class KubeletSimulator extends EventEmitter {
       GetAllocatableResources: (_call, callback) => {
         const devices: ContainerDevices[] = [];
         for (const [resourceName, e] of this.#endpoints) {
+          // kubelet marks every device of a plugin whose stream ended unhealthy (markResourceUnhealthy)
+          if (!e.open) continue;
           for (const d of e.devices ?? []) {
             if (d.health !== 'Healthy') continue;
             devices.push({ resourceName, deviceIds: [d.ID], ...(d.topology ? { topology: d.topology } : {}) });
@@ -425,8 +467,11 @@ export class KubeletSimulator extends EventEmitter {
         callback(null, { devices, cpuIds: [], memory: [] });
       },
       Get: (call, callback) => {
-        const pod = this.#podResourcesOf(`${call.request.podNamespace}/${call.request.podName}`);
-        if (!pod) callback({ code: grpc.status.NOT_FOUND, details: 'pod not found' });
+        const { podNamespace, podName } = call.request;
+        const pod = this.#podResourcesOf(`${podNamespace}/${podName}`);
+        // kubelet: a plain Go error (code Unknown)
+        if (!pod)
+          callback({ code: grpc.status.UNKNOWN, details: `pod ${podName} in namespace ${podNamespace} not found` });
         else callback(null, { podResources: pod });
       },
     };
@@ -434,6 +479,14 @@ export class KubeletSimulator extends EventEmitter {
     await bind(server, socketPath);
     this.#podResources = server;
   }
+}
+
+/** A gRPC error as Go's grpc-go prints it (`rpc error: code = Unknown desc = …`), which kubelet wraps. */
+function goRpcError(e: grpc.ServiceError): string {
+  const name = (grpc.status[e.code] ?? 'UNKNOWN')
+    .toLowerCase()
+    .replace(/(^|_)([a-z])/g, (_, _sep: string, c: string) => c.toUpperCase());
+  return `rpc error: code = ${name} desc = ${e.details}`;
 }
 
 function bind(server: grpc.Server, socketPath: string): Promise<void> {
