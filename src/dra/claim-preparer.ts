@@ -24,7 +24,13 @@ import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { ChipState, DraClaimHold, NodeState } from '../state/store.js';
 import type { ClaimCdi } from './claim-cdi.js';
 import { CLAIM_UID, claimCdiName } from './claim-cdi.js';
-import { allocationResults, claimKey, type ClaimRef, type ResourceClaim } from './claims.js';
+import {
+  allocationResults,
+  claimKey,
+  type ClaimRef,
+  type DeviceAllocationResult,
+  type ResourceClaim,
+} from './claims.js';
 import {
   CheckpointError,
   type CheckpointClaim,
@@ -91,6 +97,16 @@ export interface RecoveryReport {
 export const MAX_CLAIMS_PER_REQUEST = 1024;
 /** Levels that take a chip out of scheduling upstream (spec E.2): a device on such a chip is not prepared. */
 const SEPARATED_LEVELS: ReadonlySet<string> = new Set(['PreSeparateNPU', 'SeparateNPU', 'ManuallySeparateNPU']);
+
+/** resource.k8s.io/v1 `AllocationResultsMaxSize`: the most results one claim can carry. */
+export const MAX_RESULTS_PER_CLAIM = 32;
+
+/** Whether an allocation result has the fields read here, as strings (the API server's answer is input too). */
+function wellFormed(r: unknown): r is DeviceAllocationResult {
+  if (typeof r !== 'object' || r === null) return false;
+  const x = r as Record<string, unknown>;
+  return ['request', 'driver', 'pool', 'device'].every((k) => typeof x[k] === 'string');
+}
 
 /** The base request name (`req/sub` → `req`, kubeletplugin's rule for subrequests). */
 function baseRequest(name: string): string {
@@ -254,7 +270,12 @@ export class ClaimPreparer {
         out.set(ref.uid, { error: r ? errorMessage(r.reason) : `ResourceClaim ${claimKey(ref)} was not read` });
         continue;
       }
-      const planned = this.#plan(ref, r.value, state, plans);
+      let planned: CheckpointDevice[] | string;
+      try {
+        planned = this.#plan(ref, r.value, state, plans);
+      } catch (err) {
+        planned = `${claimKey(ref)} cannot be planned: ${errorMessage(err)}`; // a claim no check foresaw: its own error
+      }
       if (typeof planned === 'string') out.set(ref.uid, { error: planned });
       else plans.push({ ref, devices: planned });
     }
@@ -334,7 +355,14 @@ export class ClaimPreparer {
   #plan(ref: ClaimRef, claim: ResourceClaim, state: NodeState, batch: readonly Plan[]): CheckpointDevice[] | string {
     const { poolName, lookup } = this.#o;
     const byDevice = new Map<string, CheckpointDevice>();
+    const results: unknown = claim.status?.allocation?.devices?.results ?? [];
+    if (!Array.isArray(results)) return `${claimKey(ref)}: status.allocation.devices.results is not a list`;
+    if (results.length > MAX_RESULTS_PER_CLAIM) {
+      return `${claimKey(ref)} has ${results.length} allocation results, the API allows ${MAX_RESULTS_PER_CLAIM}`;
+    }
     for (const r of allocationResults(claim)) {
+      if (!wellFormed(r))
+        return `${claimKey(ref)} has a malformed allocation result ${JSON.stringify(r).slice(0, 200)}`;
       if (r.driver !== DRIVER_NAME) continue; // another driver's device: that driver prepares it
       if (r.pool !== poolName)
         return `device ${r.device} of ${claimKey(ref)} is allocated from pool ${r.pool}; this node's pool is ${poolName}`;

@@ -225,6 +225,31 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
     );
   });
 
+  test('hostile API answers: a malformed result, more results than the API allows — each the claim’s own error', async () => {
+    const r = setup();
+    const bad = randomUUID();
+    r.api.set(
+      claimObject(bad, 'bad', [{ request: 7, driver: 'npu.huawei.com', pool: POOL, device: 'ascend910-0' } as never]),
+    );
+    const many = randomUUID();
+    r.api.set(
+      claimObject(
+        many,
+        'many',
+        Array.from({ length: 33 }, (_, i) => result(`ascend910-${i % 4}`, POOL, `r${i}`)),
+      ),
+    );
+    const good = claim(r, 'good', ['ascend910-1']);
+    const out = await r.preparer.prepare([
+      { namespace: 'default', name: 'bad', uid: bad },
+      { namespace: 'default', name: 'many', uid: many },
+      good,
+    ]);
+    expect(errorOf(out.get(bad))).toMatch(/default\/bad has a malformed allocation result/);
+    expect(errorOf(out.get(many))).toBe('default/many has 33 allocation results, the API allows 32');
+    expect(errorOf(out.get(good.uid))).toBeUndefined();
+  });
+
   test('a uid that is not usable in a file name is refused before anything is read', async () => {
     const r = setup();
     const out = await r.preparer.prepare([{ namespace: 'default', name: 'x', uid: '../../etc' }]);

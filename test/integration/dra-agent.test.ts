@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { DRIVER_NAME } from '../../src/dra/proto.js';
 import { DRA_CRASH_ENV } from '../../src/agent/wire-dra.js';
-import { NODE_NAME, RESOURCE, SEPARATE_CODE } from '../helpers/agent-process.js';
+import { NODE_NAME, RESOURCE, runAgentOnce, SEPARATE_CODE } from '../helpers/agent-process.js';
 import { DraSandbox } from '../helpers/dra-sandbox.js';
 import { MAJOR } from '../dra/helpers.js';
 
@@ -157,4 +157,24 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
       expect([s.checkpoint()[ref.uid], s.spec(ref.uid)]).toEqual([undefined, undefined]);
     },
   );
+});
+
+describe('issue [DRA] bad input at start (architecture §4 exit statuses)', () => {
+  test('-deviceApi=dra without a kubeconfig: exit 2, saying NodePrepare needs the API server', async () => {
+    s = await DraSandbox.create();
+    const flags = s.sb.flags(s.draFlags('dra')).filter((f) => !f.startsWith('-kubeconfig='));
+    const r = await runAgentOnce(flags, { ...s.sb.env(), KUBECONFIG: undefined });
+    expect([r.code, r.stdout + r.stderr]).toEqual([2, expect.stringMatching(/-deviceApi=dra needs the API server/)]);
+  });
+
+  test('-deviceApi=dra with a symbolic link as the registry folder: exit 2 naming it (spec A.4 rule)', async () => {
+    s = await DraSandbox.create();
+    await s.dra.close();
+    const real = path.join(s.dir, 'elsewhere');
+    fs.mkdirSync(real);
+    fs.rmSync(path.join(s.dir, 'plugins_registry'), { recursive: true, force: true });
+    fs.symlinkSync(real, path.join(s.dir, 'plugins_registry'));
+    const r = await runAgentOnce(s.sb.flags(s.draFlags('dra')), s.sb.env());
+    expect([r.code, r.stdout + r.stderr]).toEqual([2, expect.stringMatching(/plugins_registry: is a symbolic link/)]);
+  });
 });
