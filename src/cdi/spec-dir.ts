@@ -1,7 +1,7 @@
 /**
  * The CDI spec folder (`-cdiDir`, default `/var/run/cdi`): specs written atomically (a hidden temporary file in the
- * same folder, fsynced, renamed over the spec, the folder fsynced), so a runtime that reads the folder while the
- * agent writes (or dies) sees the old spec or the new one, never half of one. Hidden files are what CDI runtimes
+ * same folder, renamed over the spec), so a runtime that reads the folder while the agent writes (or dies) sees the
+ * old spec or the new one, never half of one; durably on request (the file and the folder fsynced too). Hidden files are what CDI runtimes
  * skip (they read `*.json` and `*.yaml`). Only the files this module names are ever touched.
  */
 import fs from 'node:fs';
@@ -32,21 +32,25 @@ export class CdiSpecDir {
     return path.join(this.dir, `${stem}.json`);
   }
 
-  /** Writes spec `stem` atomically and durably (see the module comment); makes the folder when missing. */
-  write(stem: string, spec: CdiSpec): void {
+  /**
+   * Writes spec `stem` atomically, and durably unless `durable` is false (see the module comment); makes the folder
+   * when missing.
+   */
+  write(stem: string, spec: CdiSpec, options: { readonly durable?: boolean } = {}): void {
+    const durable = options.durable ?? true;
     const file = this.pathOf(stem);
     fs.mkdirSync(this.dir, { recursive: true, mode: DIR_MODE });
     const tmp = path.join(this.dir, `.${stem}.json.${process.pid}.tmp`);
     try {
       fs.writeFileSync(tmp, `${JSON.stringify(spec, null, 2)}\n`, { mode: SPEC_MODE });
       fs.chmodSync(tmp, SPEC_MODE); // the umask may have narrowed it
-      fsyncPath(tmp);
+      if (durable) fsyncPath(tmp);
       fs.renameSync(tmp, file);
     } catch (err) {
       fs.rmSync(tmp, { force: true });
       throw err;
     }
-    fsyncPath(this.dir);
+    if (durable) fsyncPath(this.dir);
   }
 
   /** Removes spec `stem` (no error when it is not there); true when a file was removed. */
@@ -54,7 +58,6 @@ export class CdiSpecDir {
     const file = this.pathOf(stem);
     if (!fs.existsSync(file)) return false;
     fs.rmSync(file, { force: true });
-    fsyncPath(this.dir);
     return true;
   }
 

@@ -1,8 +1,9 @@
 /**
  * The DRA driver's checkpoint in `-stateDir` (issue [DRA] item 1): which claims are prepared on this node, each
  * device with its chip, vNPU and CDI name, so that a restarted agent answers kubelet the same as before and can undo
- * what a prepare cut short. One JSON file with a SHA-256 of its content, written atomically and durably (a hidden
- * temporary file, fsynced, renamed over it, the folder fsynced) before the answer it backs leaves the process.
+ * what a prepare cut short. One JSON file with a SHA-256 of its content, written atomically (a hidden temporary file
+ * renamed over it: what survives a kill -9) before the answer it backs leaves the process, and durably (the file and
+ * the folder fsynced: what survives a power loss) when it commits a change kubelet is told about.
  *
  * A claim is `preparing` from before anything is made for it (the intent) until its CDI spec is on disk, then
  * `prepared`. At start, `preparing` claims are undone (kubelet had no answer and asks again), `prepared` ones kept.
@@ -147,8 +148,9 @@ export class DraCheckpoint {
     return aside;
   }
 
-  /** Replaces the file with `claims`, atomically and durably (see the module comment). */
-  save(claims: CheckpointClaims): void {
+  /** Replaces the file with `claims`, atomically, and durably unless `durable` is false (see the module comment). */
+  save(claims: CheckpointClaims, options: { readonly durable?: boolean } = {}): void {
+    const durable = options.durable ?? true;
     const body: FileForm = {
       format: DRA_CHECKPOINT_FORMAT,
       version: 1,
@@ -163,12 +165,12 @@ export class DraCheckpoint {
     const tmp = path.join(this.stateDir, `.${DRA_CHECKPOINT_FILE}.${process.pid}.tmp`);
     try {
       fs.writeFileSync(tmp, text, { mode: 0o600 });
-      fsyncPath(tmp);
+      if (durable) fsyncPath(tmp);
       fs.renameSync(tmp, this.file);
     } catch (err) {
       fs.rmSync(tmp, { force: true });
       throw err;
     }
-    fsyncPath(this.stateDir);
+    if (durable) fsyncPath(this.stateDir);
   }
 }

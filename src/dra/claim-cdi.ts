@@ -66,7 +66,9 @@ export class ClaimCdi {
       shared: this.options.shared,
       mounts: this.options.mounts,
     });
-    this.options.dir.write(this.stemOf(uid), spec);
+    // not fsynced: /var/run/cdi is a tmpfs on most hosts, and a spec lost with the power is written again at start
+    // from the (durable) checkpoint of its prepared claim
+    this.options.dir.write(this.stemOf(uid), spec, { durable: false });
   }
 
   /** Removes the spec of claim `uid` (none there is fine). */

@@ -284,7 +284,9 @@ export class ClaimPreparer {
     const intent = { ...this.#claims };
     for (const p of plans) intent[p.ref.uid] = { ...refNames(p.ref), state: 'preparing', devices: p.devices };
     try {
-      this.#o.checkpoint.save(intent);
+      // not fsynced: an intent lost with the power takes nothing with it (its spec, not fsynced either, is an orphan
+      // the start-up removes); a kill -9 finds it (the rename is in the page cache)
+      this.#o.checkpoint.save(intent, { durable: false });
     } catch (err) {
       const why = `the DRA checkpoint cannot be written: ${errorMessage(err)}`;
       this.#log.error({ error: errorMessage(err) }, 'NodePrepareResources: checkpoint write failed');
