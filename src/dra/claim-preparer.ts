@@ -18,6 +18,7 @@
  * again after its own restart and for every pod of a shared claim. Unprepare removes the spec, destroys the
  * vNPUs, then drops the claim from the checkpoint; a claim it does not know is a success (idempotent).
  */
+import { qualifiedName } from '../cdi/spec.js';
 import type { Clock } from '../core/clock.js';
 import { errorMessage } from '../core/errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
@@ -537,7 +538,7 @@ function toPrepared(d: CheckpointDevice): PreparedDevice {
     requestNames: d.requests,
     poolName: d.pool,
     deviceName: d.device,
-    cdiDeviceIds: [`ascend.com/npu=${d.cdiName}`],
+    cdiDeviceIds: [qualifiedName(d.cdiName)],
     ...(d.shareId !== undefined ? { shareId: d.shareId } : {}),
   };
 }

@@ -3,8 +3,9 @@
  * the agent with `-deviceApi=dra` registered through kubelet's plugin registry (`<--root-dir>/plugins_registry`),
  * a pod with a ResourceClaim for one NPU scheduled by the real kube-scheduler, kubelet's NodePrepareResources
  * answered with a CDI spec that names exactly the allocated chip, the chip's health in the pod status (KEP-4680),
- * and an agent killed in the middle of NodePrepare (kill -9 after the intent is on disk) leaving no claim half
- * prepared once it is back and kubelet has retried.
+ * a kubelet restart (the driver registered again, the pod and its claim kept), and an agent killed in the middle of
+ * NodePrepare (kill -9 after the intent is on disk) leaving no claim half prepared once it is back and kubelet has
+ * retried.
  *
  * The ResourceSlice is written here by hand (the chips' names and Huawei's two attributes): the API side of the
  * driver publishes the real ones, and this suite proves the node side alone. One cluster and one DeviceClass for the
@@ -233,6 +234,26 @@ describe('issue [DRA] on a real kubelet: registration, NodePrepare, CDI', () => 
     await until(`${resourceId}=Unhealthy`, 'the device Unhealthy in the pod status');
     await agent.mock({ op: 'fault', logicId, eventId: SEPARATE_CODE, assertion: 'recover' });
     await until(`${resourceId}=Healthy`, 'the device Healthy again');
+  });
+});
+
+describe('issue [DRA] item 1 on a real kubelet: kubelet restarted', () => {
+  test('kubelet re-reads the registry: the driver registered again, the pod keeps running, its claim still prepared', async () => {
+    await createClaimAndPod('steady');
+    const before = await untilRunning('steady');
+    const claim = await readClaim('steady');
+    const registered = (): number =>
+      agent.process!.logs().filter((l) => l.msg === 'registered with kubelet (DRA)').length;
+    const count = registered();
+    await cluster.restartKubelet();
+    await pollUntil(() => registered() > count, 'kubelet registering the DRA driver again', 60_000);
+    const after = await untilRunning('steady');
+    expect(after.metadata?.uid).toBe(before.metadata?.uid);
+    expect(after.status?.containerStatuses?.[0]?.restartCount ?? 0).toBe(
+      before.status?.containerStatuses?.[0]?.restartCount ?? 0,
+    );
+    expect(checkpoint()).toEqual({ [claim.metadata.uid]: 'prepared' });
+    expect(specOf(claim.metadata.uid)).toBeDefined();
   });
 });
 
