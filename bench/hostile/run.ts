@@ -1,7 +1,8 @@
 /**
  * `npm run hostile`: the hostile-input campaigns of issue [K], one child process each (configmap, grpc, http, outage,
- * state), each judged on robustness only — crashes, wrong releases, lost separations or counts, unbounded text, a
- * server over its connection cap, a signal that did not end the agent with exit 0. Speeds and memory figures are
+ * state, and issue [T]'s conflict), each judged on robustness only — crashes, wrong releases, lost separations or
+ * counts, unbounded text, a server over its connection cap, a signal that did not end the agent with exit 0, a write
+ * loop or an unbounded wait during a 409 storm. Speeds and memory figures are
  * printed and recorded in bench/README.md, never judged here (they belong to a quiet machine, not to CI).
  *
  * Prints each campaign's own output, then one verdict line per campaign and the closing line `N passed, N failed`
@@ -72,6 +73,25 @@ const CAMPAIGNS: readonly Campaign[] = [
     ],
   },
   { name: 'state', rules: [zero('crashes'), zero('lostCounts')] },
+  {
+    name: 'conflict',
+    rules: [
+      zero('steadyGets'),
+      ...(
+        [
+          ['convergeMs', 'the ConfigMap never right after', (v: unknown) => typeof v === 'number'],
+          ['releaseUndone', 'an operator release undone in', (v: unknown) => v === 0],
+          // no write loop: the design is ≈ 1 PUT a second after the first 3 (issue [T] item 2)
+          ['putsPerSecond', 'over 2 device-info PUTs a second (a write loop) in', (v: unknown) => Number(v) <= 2],
+          // the bound of the catch-up: the 1 s cap of the conflict wait, +20 % jitter
+          ['maxConflictWaitMs', 'a conflict wait over 1200 ms in', (v: unknown) => typeof v === 'number' && v <= 1200],
+        ] as const
+      ).map(([key, what, ok]) => (f: Figures): string | null => {
+        const bad = ((f.storms ?? []) as Record<string, unknown>[]).filter((s) => !ok(s[key]));
+        return bad.length === 0 ? null : `${what} the storms of ${bad.map((s) => String(s.stormSeconds)).join(', ')} s`;
+      }),
+    ],
+  },
 ];
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -3,8 +3,14 @@
  * shared `ApiRecovery`, the ConfigMap write counters) without the kube layer knowing.
  */
 
-/** `target` whose every method call returning a promise calls `settled` once it settles (`err` when it rejected). */
-export function observeCalls<T extends object>(target: T, settled: (ok: boolean, err?: unknown) => void): T {
+/**
+ * `target` whose every method call returning a promise calls `settled` once it settles (`err` when it rejected),
+ * with the method's name.
+ */
+export function observeCalls<T extends object>(
+  target: T,
+  settled: (ok: boolean, err: unknown, method: string) => void,
+): T {
   return new Proxy(target, {
     get(t, prop, receiver) {
       const v: unknown = Reflect.get(t, prop, receiver);
@@ -13,8 +19,8 @@ export function observeCalls<T extends object>(target: T, settled: (ok: boolean,
         const r: unknown = (v as (...a: unknown[]) => unknown).apply(t, args);
         if (r instanceof Promise) {
           r.then(
-            () => settled(true),
-            (err: unknown) => settled(false, err),
+            () => settled(true, undefined, String(prop)),
+            (err: unknown) => settled(false, err, String(prop)),
           );
         }
         return r;

@@ -9,17 +9,17 @@ import { statusOf, errorMessage as message } from '../core/errors.js';
 import { readStartupValues, type StartupValues } from '../kube/device-info-publisher.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
+import type { WatchFn } from '../kube/list-watch.js';
+import { ApiRecovery, type BackoffOptions } from '../kube/write-queue.js';
+import type { AgentContext, Env } from './context.js';
+import { AgentStartError, EXIT } from './errors.js';
+import { untilAborted, withTimeout } from './lifecycle.js';
+import { observeCalls } from './observe-calls.js';
 
 /** The ResourceClaim read of the DRA driver (issue [DRA]): `GET /apis/resource.k8s.io/v1/.../resourceclaims/<name>`. */
 export interface ResourceClaimReadApi {
   readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown>;
 }
-import type { WatchFn } from '../kube/list-watch.js';
-import { ApiRecovery, type BackoffOptions } from '../kube/write-queue.js';
-import type { AgentBase, Env } from './context.js';
-import { AgentStartError, EXIT } from './errors.js';
-import { untilAborted, withTimeout } from './lifecycle.js';
-import { observeCalls } from './observe-calls.js';
 
 /** The API server as the kube layer uses it: the CoreV1 calls and the watch. */
 export interface KubeBackend {
@@ -50,6 +50,9 @@ export interface ApiLayer {
   /** Spec G.3 step 1, bounded by `apiTimeoutMs` and the signal; undefined when the API server did not answer. */
   startupValues(): Promise<StartupValues | undefined>;
 }
+
+/** The client calls that write (their success wakes the retriers waiting after a conflict). */
+const WRITE_CALL = /^(?:create|replace|patch|delete)/;
 
 /** Bound of one outage probe. */
 const PROBE_TIMEOUT_MS = 2000;
@@ -105,7 +108,7 @@ export async function loadKube(flag: string, env: Env): Promise<KubeBackend | un
  * the shared client, recovery and Event recorder; registers their clean-ups.
  */
 export async function wireApi(
-  ctx: AgentBase,
+  ctx: AgentContext,
   kubeConfig: k8s.KubeConfig | null | undefined,
 ): Promise<ApiLayer | undefined> {
   const { config, log, cleanups } = ctx;
@@ -126,10 +129,12 @@ export async function wireApi(
   const backoff: BackoffOptions = { recovery };
   let reached = false;
   // every request's outcome reports to the shared recovery: a success of any request ends every retrier's backoff
-  const outcome = (ok: boolean, err?: unknown): void => {
+  // after an outage, a successful write also the wait of a retrier after a conflict (issue [T] item 2)
+  const outcome = (ok: boolean, err?: unknown, method = ''): void => {
     const status = ok ? undefined : statusOf(err);
     if (ok || status !== undefined) reached = true; // an HTTP answer, even a 404 or 403, came from the API server
-    if (ok) recovery.reportSuccess();
+    if (ok && WRITE_CALL.test(method)) recovery.reportWriteSuccess();
+    else if (ok) recovery.reportSuccess();
     else recovery.reportFailure(status);
   };
   const core = observeCalls(kube.core, outcome);
@@ -139,6 +144,7 @@ export async function wireApi(
     podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
     logger: log,
     backoff, // Events refused in an outage are retried when the API is back
+    onRefused: (status) => ctx.metrics.writeRefused('event', status),
   });
   cleanups.push('events', () => withTimeout(events.close(), 2000, undefined));
   return {

@@ -6,6 +6,11 @@
  * took most of the center's CPU at 10,000 nodes. Authentication is client-node's (`applyToHTTPSOptions` on every
  * request, so rotated tokens are used); connections are kept alive. Errors carry the HTTP status as `code`, as
  * client-node's do ({@link statusOf}), with the API server's message.
+ *
+ * Conflicts (issue [T] item 2): the bodies carry no resourceVersion (the center owns these objects; an update is
+ * unconditional), so there is no copy to refresh and no read on a 409: the write queue re-sends the same body at
+ * once (its bounded immediate retries), then waits at most 1 s (250 ms doubling), woken by the successful write of
+ * any other chunk or state object through the center's shared `ApiRecovery` — never the 30 s of outages.
  */
 import http from 'node:http';
 import https from 'node:https';

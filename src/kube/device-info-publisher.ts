@@ -1,10 +1,14 @@
 /**
  * The device-info ConfigMap as a projection of the state store (spec G.2, H): builds the content from the store's
- * snapshot, decides when to write (H.4), and writes through one {@link ObjectWriteQueue}. Every write attempt GETs the
- * live object and reconciles `ManuallySeparateNPU` against it first (G.2), so a name an operator deleted releases
- * the chip and is never written back — also after a 409, which is retried on a fresh read. A watch on the object
+ * snapshot, decides when to write (H.4), and writes through one {@link ObjectWriteQueue}. Every write attempt
+ * reconciles `ManuallySeparateNPU` (G.2) against the newest copy of the live object it knows — the answer to its
+ * last write, the watch's list and events — and writes with that copy's resourceVersion, so a name an operator
+ * deleted releases the chip and is never written back. The object is read (GET) only when no copy is known (no
+ * watch) or the last write answered 409 (issue [P] item 4: no read before each write); the write of a stale copy is
+ * refused by the API server, so a copy is never written over an edit it did not reconcile. A watch on the object
  * makes an operator's edit take effect within the 1 s spacing instead of at the next cycle, and hand-edited garbage
- * is reported once and overwritten with a valid ConfigMap.
+ * is reported once and overwritten with a valid ConfigMap. Spacing and heartbeat are timed on the monotonic clock,
+ * the content's times on the wall clock.
  */
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
@@ -174,6 +178,8 @@ export interface DeviceInfoPublisherOptions {
 
 /** Counters beyond the queue's. */
 export interface PublisherStats extends WriteQueueStats {
+  /** GETs of the object by write attempts (no copy known, or the last write answered 409). */
+  reads: number;
   /** Chips released because an operator deleted their name. */
   operatorReleases: number;
   /** Hand-edited values reported (one Event per distinct key and value). */
@@ -183,6 +189,7 @@ export interface PublisherStats extends WriteQueueStats {
 }
 
 const MAX_REPORTED = 64;
+/** resourceVersions remembered as already handled (our writes, and the copies our writes were based on). */
 const OWN_RVS = 16;
 /** Contents of writes sent since the last success (in flight, or failed: the server may have committed them). */
 const SENT_CONTENTS = 8;
@@ -201,7 +208,21 @@ export class DeviceInfoPublisher {
   #lastDeviceList: Readonly<Record<string, string>> | undefined;
   /** Phy ids whose names are in the live ConfigMap by our last successful write (or the start-up read). */
   #confirmed: Set<number> | undefined;
+  /**
+   * resourceVersions whose objects need nothing more: our writes' (answered, or seen by content), and those of the
+   * copies our writes were based on (reconciled). A watch event carrying one is no news.
+   */
   readonly #ownRvs: string[] = [];
+  /**
+   * The newest copy of the live object known: the answer to our last write, the watch's list or events, a GET.
+   * Undefined: none known (read before the next write); null: the object is absent (created by the next write).
+   */
+  #live: k8s.V1ConfigMap | null | undefined;
+  /** Bumped at every change of {@link #live} by the watch: a write's answer does not replace a newer copy. */
+  #liveSeq = 0;
+  /** The last write answered 409: {@link #live} is stale, the next attempt reads the object first. */
+  #stale = false;
+  #reads = 0;
   /** Fingerprint ({@link contentFingerprint}) of the content of the last successful write. */
   #writtenContent: string | undefined;
   /** Fingerprints of the contents sent since the last successful write. */
@@ -250,10 +271,12 @@ export class DeviceInfoPublisher {
       writer: {
         update: () => this.#attempt('update'),
         create: () => this.#attempt('create'),
-        reconcile: (t) => Promise.resolve(t), // 409: the next attempt GETs the object again (fresh read)
+        // 409: the attempt itself reads the object first (its copy is marked stale) and builds the content then
+        reconcile: (t) => Promise.resolve(t),
       },
       onError: (e, info) => {
-        // A retry waits in the queue: it GETs the object again and builds the content of its time.
+        // A retry waits in the queue: it reconciles the newest copy (read again after a 409) and builds the content
+        // of its time.
         if (info.retryInMs !== undefined) this.#queued = true;
         this.#log.warn(
           { configMap: this.#name, status: info.status, retryInMs: info.retryInMs, error: String(e) },
@@ -281,10 +304,12 @@ export class DeviceInfoPublisher {
         },
         onSync: (items) => {
           const cm = items[0];
+          this.#observe(cm ?? null);
           if (cm === undefined) this.#foreign('absent');
           else if (!this.#isOwn(cm)) this.#foreign('changed');
         },
         onEvent: (type, cm) => {
+          this.#observe(type === 'DELETED' ? null : cm);
           if (type === 'DELETED') this.#foreign('deleted');
           else if (!this.#isOwn(cm)) this.#foreign('changed');
         },
@@ -345,6 +370,7 @@ export class DeviceInfoPublisher {
   get stats(): PublisherStats {
     return {
       ...this.#queue.stats,
+      reads: this.#reads,
       operatorReleases: this.#operatorReleases,
       rejectedInputs: this.#rejectedInputs,
       foreignEdits: this.#foreignEdits,
@@ -428,6 +454,17 @@ export class DeviceInfoPublisher {
     return true;
   }
 
+  /**
+   * A copy of the object from the watch (null: absent, deleted): the newest known unless its resourceVersion is one
+   * already handled (a late event of our own write, or of a copy a write of ours was based on).
+   */
+  #observe(cm: k8s.V1ConfigMap | null): void {
+    const rv = cm?.metadata?.resourceVersion;
+    if (rv !== undefined && this.#ownRvs.includes(rv)) return;
+    this.#live = cm;
+    this.#liveSeq++;
+  }
+
   #ownRv(rv: string): void {
     if (this.#ownRvs.includes(rv)) return;
     this.#ownRvs.push(rv);
@@ -445,12 +482,15 @@ export class DeviceInfoPublisher {
     this.#foreignEdits++;
     this.#log.info({ configMap: this.#name, what }, 'device-info ConfigMap edited by someone else; reconciling');
     this.#force = true;
+    // someone else's write went through: a retry waiting after a conflict is tried now (issue [T] item 2)
+    this.#queue.retrySoon();
     this.changed();
   }
 
-  #content(now: number): DeviceInfoContent {
+  /** The content at wall-clock time `wallMs`. */
+  #content(wallMs: number): DeviceInfoContent {
     return buildDeviceInfo({
-      ...this.#o.view(now),
+      ...this.#o.view(wallMs),
       ...(this.#lastDeviceList ? { previousDeviceList: this.#lastDeviceList } : {}),
     });
   }
@@ -462,7 +502,8 @@ export class DeviceInfoPublisher {
    */
   #evaluate(): void {
     if (this.#stopped) return;
-    const now = this.#clock.now();
+    const now = this.#clock.monotonic(); // H.4 spacing and heartbeat; the content's times are wall-clock
+
     const last = this.#last;
     const minInterval = this.#flushing ? 0 : (this.#o.timing?.minIntervalMs ?? MIN_WRITE_INTERVAL_MS);
     const minAt = last === undefined ? now : last.writtenAtMs + minInterval;
@@ -470,8 +511,9 @@ export class DeviceInfoPublisher {
       // decided again when the write in flight (or waiting in the queue) is done (keeps writes ≥ 1 s apart)
       this.#dirty = true;
       if (this.#queued && this.#force) {
-        // The queued write GETs the object after this edit (G.2) and overwrites it: the edit is handled once it
-        // may be written (as a submission at that time would have been superseded by the queued one).
+        // The queued write reconciles the copy this edit brought (G.2; read again if it conflicts) and overwrites
+        // it: the edit is handled once it may be written (as a submission at that time would have been superseded
+        // by the queued one).
         if (now >= minAt) this.#force = false;
         else this.#arm(minAt, now);
       }
@@ -493,7 +535,7 @@ export class DeviceInfoPublisher {
     if (changed || verify) {
       const mark = this.#changes;
       const timing = this.#flushing ? { ...this.#o.timing, minIntervalMs: 0 } : this.#o.timing;
-      const d = decideWrite(last, snapshotOf(this.#content(now)), now, timing);
+      const d = decideWrite(last, snapshotOf(this.#content(this.#clock.now())), now, timing);
       if (d.action === 'skip') {
         this.#clean = mark; // the same as written: nothing to build until the next change
         return this.#arm(d.heartbeatAtMs, now);
@@ -535,7 +577,10 @@ export class DeviceInfoPublisher {
     this.#timerAt = undefined;
   }
 
-  /** One write attempt: fresh read, G.2 reconcile, build, write. */
+  /**
+   * One write attempt: the newest known copy (read only when none is known or the last write conflicted), G.2
+   * reconcile against it, build, write with its resourceVersion.
+   */
   async #attempt(how: 'update' | 'create'): Promise<void> {
     this.#writing = true;
     this.#queued = false;
@@ -544,28 +589,45 @@ export class DeviceInfoPublisher {
       const ns = DEVICE_INFO_NAMESPACE;
       let rv: string | undefined;
       if (how === 'update') {
-        let live: k8s.V1ConfigMap;
-        try {
-          live = await this.#o.api.readNamespacedConfigMap({ name: this.#name, namespace: ns });
-        } catch (e) {
-          if (statusOf(e) === 404 && this.#confirmed === undefined) this.#lateStartup(undefined);
-          throw e; // 404 → the queue creates it
+        let live = this.#live;
+        if (live === undefined || this.#stale) {
+          this.#reads++;
+          try {
+            live = await this.#o.api.readNamespacedConfigMap({ name: this.#name, namespace: ns });
+          } catch (e) {
+            if (statusOf(e) === 404) {
+              this.#live = null;
+              this.#stale = false;
+              if (this.#confirmed === undefined) this.#lateStartup(undefined);
+            }
+            throw e; // 404 → the queue creates it
+          }
+          this.#live = live;
+          this.#stale = false;
+        }
+        if (live === null) {
+          // absent by the watch: created without asking (the queue creates on a 404)
+          if (this.#confirmed === undefined) this.#lateStartup(undefined);
+          throw new AbsentError(`${ns}/${this.#name}`);
         }
         if (this.#stopped) return;
         if (this.#confirmed === undefined) this.#lateStartup(live);
         this.#reconcile(live);
         rv = live.metadata?.resourceVersion;
+        if (rv !== undefined) this.#ownRv(rv); // reconciled: its watch event, arriving late, is no news
       } else if (this.#confirmed === undefined) {
         this.#lateStartup(undefined);
       }
-      const now = this.#clock.now();
+      const wall = this.#clock.now();
+      const mono = this.#clock.monotonic();
       const mark = this.#changes;
-      const content = this.#content(now);
+      const content = this.#content(wall);
       const body = deviceInfoConfigMap(this.#o.nodeName, content);
       if (rv !== undefined) body.metadata.resourceVersion = rv;
       const fp = contentFingerprint(body);
       this.#sentContents.push(fp);
       if (this.#sentContents.length > SENT_CONTENTS) this.#sentContents.shift();
+      const seq = this.#liveSeq;
       const written =
         how === 'update'
           ? await this.#o.api.replaceNamespacedConfigMap({
@@ -575,11 +637,15 @@ export class DeviceInfoPublisher {
               fieldManager: AGENT_FIELD_MANAGER,
             })
           : await this.#o.api.createNamespacedConfigMap({ namespace: ns, body, fieldManager: AGENT_FIELD_MANAGER });
-      this.#written(content, written, now, mark, fp);
+      // the answer is the newest copy unless the watch brought one meanwhile (ours by content, or a later edit)
+      if (this.#liveSeq === seq) this.#live = written;
+      this.#written(content, written, wall, mono, mark, fp);
     } catch (e) {
       // The queue tries again at once: CREATE after a 404, a fresh attempt after a 409. Until then a decision must
       // wait for it (a submission now would be written right after it, inside the 1 s spacing, H.4).
       const status = statusOf(e);
+      if (status === 409) this.#stale = true; // our copy is older than the object: read it before the next write
+      if (status === 404 && how === 'update') this.#live = null;
       if ((status === 404 && how === 'update') || status === 409) this.#queued = true;
       throw e;
     } finally {
@@ -626,7 +692,14 @@ export class DeviceInfoPublisher {
     return new Set(this.#o.separation.chips().map((c) => c.phyId));
   }
 
-  #written(content: DeviceInfoContent, live: k8s.V1ConfigMap, now: number, mark: number, fp: string): void {
+  #written(
+    content: DeviceInfoContent,
+    live: k8s.V1ConfigMap,
+    wallMs: number,
+    monoMs: number,
+    mark: number,
+    fp: string,
+  ): void {
     this.#clean = mark; // changes after the build are decided again below
     this.#writtenContent = fp;
     this.#sentContents = [];
@@ -635,7 +708,7 @@ export class DeviceInfoPublisher {
       manuallySeparate: content.data[KEY_MANUALLY_SEPARATE] ?? '',
       upgradeReasons: content.data[KEY_UPGRADE_REASON] ?? '',
       ...(content.data[KEY_SWITCH_INFO] !== undefined ? { switchInfo: content.data[KEY_SWITCH_INFO] } : {}),
-      writtenAtMs: now,
+      writtenAtMs: monoMs,
     };
     this.#lastDeviceList = content.deviceList;
     // Exactly the names this write carried (not the cache now: a cycle may have separated a chip during the write).
@@ -645,10 +718,10 @@ export class DeviceInfoPublisher {
     const rv = live.metadata?.resourceVersion;
     if (rv !== undefined) this.#ownRv(rv);
     if (this.#pendingRemoved.size > 0) {
-      this.#o.events?.record(releaseUpgradeFaultEvent(this.#pendingRemoved, now)); // spec K.2
+      this.#o.events?.record(releaseUpgradeFaultEvent(this.#pendingRemoved, wallMs)); // spec K.2
       this.#pendingRemoved = new Map();
     }
-    this.#o.onWritten?.(content, now);
+    this.#o.onWritten?.(content, wallMs);
     // Arms the heartbeat, or writes what changed meanwhile (≥ 1 s later). Compares the state now with the written
     // content even without a change noted since the build, as every decision did before it built lazily.
     this.#verify = true;
@@ -724,6 +797,16 @@ export class DeviceInfoPublisher {
     this.#o.events?.record(
       rejectedInputEvent('DeviceInfoEditRejected', `${DEVICE_INFO_NAMESPACE}/${this.#name}`, key, value, why),
     );
+  }
+}
+
+/** The object is absent as far as the watch knows: answered like the API server's 404, so the queue creates it. */
+class AbsentError extends Error {
+  override name = 'AbsentError';
+  /** The HTTP status this stands for ({@link statusOf}). */
+  readonly code = 404;
+  constructor(what: string) {
+    super(`${what} is absent (watch): creating it`);
   }
 }
 

@@ -4,7 +4,9 @@
  * informer cannot take a field selector (1.4.0), so this small loop does what it does: re-list on `410 Gone` or
  * after a failure (with backoff and jitter), re-watch from the last resourceVersion after a clean close. A backoff
  * ends early when the shared {@link ApiRecovery} of `backoff.recovery` sees the API server back (issue [K] item 8:
- * an operator's edit made right after an outage is seen within about a second, not after up to 30 s).
+ * an operator's edit made right after an outage is seen within about a second, not after up to 30 s). Every wait
+ * is timed on the monotonic clock (`clock.monotonic()` through {@link RetryTimer}, issue [T] item 1): a wall clock
+ * stepped back cannot hold a re-list.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';

@@ -6,19 +6,25 @@
  * further {@link ResourceType} (e.g. Volcano PodGroups): get, list and watch with label/field selectors and
  * resourceVersion, paged lists (`limit` / `continue`, see `kube-api-pages.ts`), create, update with optimistic
  * concurrency, delete, merge / strategic / JSON / apply patches, `Status` error bodies, legacy discovery. A switch
- * makes it answer 503 for a while; a request log and per-object write counters let tests assert what clients did.
+ * makes it answer 503 for a while, another 409 Conflict to every write of an existing object (reads and watches
+ * served, `kube-api-conflicts.ts`); a request log and per-object write counters let tests assert what clients did.
  */
 import * as k8s from '@kubernetes/client-node';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ConflictStorm, type ConflictScope } from './kube-api-conflicts.js';
 import { WriteOrdering, type WatchOrder } from './kube-api-order.js';
 import { ListSnapshots, parseLimit, type ListPage } from './kube-api-pages.js';
 import { PATCH_TYPES } from './kube-api-patch.js';
-import { KubeStore, matches, type Change, type Preconditions } from './kube-api-store.js';
+import { KubeStore, matches, type Change, type Preconditions, type StoreWrite } from './kube-api-store.js';
+import { PolicyEvaluator } from './kube-api-admission.js';
+import { ADMIN_USER, type UserInfo } from './kube-api-rbac.js';
 import {
   ApiError,
   DEFAULT_RESOURCES,
+  VALIDATING_ADMISSION_POLICIES,
+  VALIDATING_ADMISSION_POLICY_BINDINGS,
   apiVersionOf,
   badRequest,
   notFound,
@@ -32,6 +38,7 @@ import {
 export * from './kube-api-types.js';
 export { PATCH_TYPES } from './kube-api-patch.js';
 export type { Change, ChangeType } from './kube-api-store.js';
+export { CONFLICT_REASON, type ConflictScope } from './kube-api-conflicts.js';
 export { DEFAULT_WATCH_ORDER_DELAY_MS, type WatchOrder } from './kube-api-order.js';
 export {
   CONTINUE_EXPIRED_MESSAGE,
@@ -61,7 +68,14 @@ export interface KubeApiStandInOptions {
    * Authentication and authorization of every request, instead of `token` (e.g. the `RbacGate` of
    * `kube-api-rbac.ts`): throws the `ApiError` to answer (401, 403) before the request is read or routed.
    */
-  readonly gate?: { admit(method: string, url: URL, authorization: string | undefined): void };
+  readonly gate?: { admit(method: string, url: URL, authorization: string | undefined): UserInfo | void };
+  /**
+   * Enforce the ValidatingAdmissionPolicies and bindings stored in the stand-in (default false), with the real
+   * server's answers (kube-api-admission.ts; docs/testing.md). Serves `admissionregistration.k8s.io/v1`
+   * `validatingadmissionpolicies` and `validatingadmissionpolicybindings`; needs the development dependency
+   * `@bufbuild/cel`. The user is the gate's (without a gate: an administrator).
+   */
+  readonly admissionPolicies?: boolean;
   /** Clock for `creationTimestamp` (default `Date.now`). */
   readonly now?: () => number;
   /**
@@ -147,7 +161,12 @@ export class KubeApiStandIn {
   readonly #watches = new Set<http.ServerResponse>();
   readonly #ordering: WriteOrdering;
   readonly #pages: ListSnapshots;
+  readonly #conflicts = new ConflictStorm();
   #seq = 0;
+  /** The CEL evaluator of the `admissionPolicies` mode (loaded by `start`). */
+  #policies: PolicyEvaluator | undefined;
+  /** The user of the request being dispatched (writes reach the store synchronously inside `#dispatch`). */
+  #user: UserInfo | undefined;
   #unavailableUntil = 0;
   #unavailable = false;
   #port = 0;
@@ -155,14 +174,16 @@ export class KubeApiStandIn {
   private constructor(options: KubeApiStandInOptions) {
     this.#options = options;
     this.#ordering = new WriteOrdering(options.watchOrder, options.watchOrderDelayMs);
-    this.store = new KubeStore({ historyLimit: options.historyLimit, now: options.now });
+    this.store = new KubeStore({ historyLimit: options.historyLimit, now: options.now, admit: (w) => this.#admit(w) });
     this.#pages = new ListSnapshots({
       ttlMs: options.listSnapshotTtlMs,
       limit: options.listSnapshotLimit,
       now: options.now,
       reaches: (rv) => this.store.reachesBack(rv),
     });
-    for (const t of [...(options.resources ?? DEFAULT_RESOURCES), ...(options.extraResources ?? [])]) {
+    const policyTypes =
+      options.admissionPolicies === true ? [VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS] : [];
+    for (const t of [...(options.resources ?? DEFAULT_RESOURCES), ...(options.extraResources ?? []), ...policyTypes]) {
       this.#types.set(typeKey(t.group, t.version, t.plural), t);
     }
     const nsType = this.#types.get(typeKey('', 'v1', 'namespaces'));
@@ -176,6 +197,7 @@ export class KubeApiStandIn {
   /** Starts a stand-in listening on 127.0.0.1 on a free port. */
   static async start(options: KubeApiStandInOptions = {}): Promise<KubeApiStandIn> {
     const s = new KubeApiStandIn(options);
+    if (options.admissionPolicies === true) s.#policies = await PolicyEvaluator.load();
     await new Promise<void>((resolve, reject) => {
       s.#server.once('error', reject);
       s.#server.listen(0, '127.0.0.1', () => resolve());
@@ -225,6 +247,26 @@ export class KubeApiStandIn {
   /** True while requests get 503. */
   get unavailable(): boolean {
     return this.#unavailable || Date.now() < this.#unavailableUntil;
+  }
+
+  /**
+   * Answers every PUT and PATCH of an existing object in `scope` (default: all) with 409 Conflict for `ms`
+   * milliseconds (monotonic; `Infinity`: until ended; ≤ 0 ends it now), as a server does while other writers keep
+   * changing the objects; a POST of a name that exists is its 409 `AlreadyExists` anyway. GET, list, watch, creates
+   * of new objects and deletes are served as usual (issue [T] item 2).
+   */
+  setConflicts(ms: number, scope?: ConflictScope): void {
+    this.#conflicts.set(ms, scope);
+  }
+
+  /** True while a conflict storm is on ({@link setConflicts}). */
+  get conflicting(): boolean {
+    return this.#conflicts.active;
+  }
+
+  /** Writes answered 409 by conflict storms so far. */
+  get conflictsAnswered(): number {
+    return this.#conflicts.answered;
   }
 
   /**
@@ -331,9 +373,10 @@ export class KubeApiStandIn {
           },
         );
       }
+      let user: UserInfo = ADMIN_USER;
       if (this.#options.gate !== undefined) {
         try {
-          this.#options.gate.admit(rec.method, url, req.headers.authorization);
+          user = this.#options.gate.admit(rec.method, url, req.headers.authorization) ?? ADMIN_USER;
         } catch (e) {
           req.resume();
           throw e;
@@ -361,7 +404,12 @@ export class KubeApiStandIn {
         ...(route.name !== undefined ? { name: route.name } : {}),
         ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
       });
-      this.#dispatch(req.method ?? 'GET', route, url.searchParams, ct, body, rec, res);
+      this.#user = user;
+      try {
+        this.#dispatch(req.method ?? 'GET', route, url.searchParams, ct, body, rec, res);
+      } finally {
+        this.#user = undefined;
+      }
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `stand-in error: ${String(e)}`);
       if (res.headersSent) {
@@ -410,8 +458,11 @@ export class KubeApiStandIn {
       this.#ordering.answer(() => sendJson(res, 201, o));
       return;
     }
+    const exists = (): boolean => name !== undefined && this.store.get(t, ns, name) !== undefined;
     if (method === 'PUT' && name !== undefined) {
       setVerb('update');
+      const storm = this.#conflicts.check(t, ns, name, exists);
+      if (storm !== undefined) throw storm;
       const o = this.store.update(t, ns, name, parseJson(body) as KubeObject, subresource);
       this.#countWrite(t, o);
       this.#ordering.answer(() => sendJson(res, 200, o));
@@ -426,7 +477,9 @@ export class KubeApiStandIn {
           'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
         );
       }
-      const existed = this.store.get(t, ns, name) !== undefined;
+      const existed = exists();
+      const storm = this.#conflicts.check(t, ns, name, () => existed);
+      if (storm !== undefined) throw storm;
       const o = this.store.patch(t, ns, name, ct, parseJson(body), subresource);
       this.#countWrite(t, o);
       this.#ordering.answer(() => sendJson(res, existed ? 200 : 201, o));
@@ -502,6 +555,16 @@ export class KubeApiStandIn {
       },
       items: page.items,
     });
+  }
+
+  /** The `admissionPolicies` mode: the stored policies decide on a write made through HTTP (not on seeding). */
+  #admit(w: StoreWrite): void {
+    if (this.#policies === undefined || this.#user === undefined) return;
+    const policies = this.store.listRefs(VALIDATING_ADMISSION_POLICIES, undefined);
+    const bindings = this.store.listRefs(VALIDATING_ADMISSION_POLICY_BINDINGS, undefined);
+    if (bindings.length === 0) return;
+    const denial = this.#policies.admit(policies, bindings, { ...w, user: this.#user });
+    if (denial !== undefined) throw denial;
   }
 
   #countWrite(t: ResourceType, o: KubeObject): void {

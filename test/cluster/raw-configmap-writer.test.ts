@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
 import { statusOf } from '../../src/core/errors.js';
-import { ObjectWriteQueue } from '../../src/kube/write-queue.js';
+import { ApiRecovery, ObjectWriteQueue } from '../../src/kube/write-queue.js';
 import {
   bodyWriter,
   prepareConfigMap,
@@ -120,6 +120,43 @@ describe('RawConfigMapWriter', () => {
       expect(q.stats.rejected).toBe(0);
     } finally {
       q.close();
+      w.close();
+    }
+  });
+
+  test("[T] 2 a chunk conflicting through the queue: 3 PUTs, then it waits until another chunk's write succeeds", async () => {
+    const w = new RawConfigMapWriter(api.kubeConfig());
+    const recovery = new ApiRecovery();
+    // a conflict wait of a minute: only the wake by another object's successful write can write it within the test
+    const queue = () =>
+      new ObjectWriteQueue<PreparedConfigMap>({
+        writer: w,
+        backoff: { recovery },
+        conflictBackoff: { initialMs: 60_000, maxMs: 60_000 },
+      });
+    const a = queue();
+    const b = queue();
+    try {
+      await w.create(cm('raw-storm-a', 'old'));
+      await w.create(cm('raw-storm-b', 'old'));
+      api.clearLog();
+      api.setConflicts(Infinity, { name: 'raw-storm-a' });
+      a.submit(cm('raw-storm-a', 'new'));
+      await until(() => a.stats.failures === 1, 'the conflict wait');
+      api.setConflicts(0);
+      b.submit(cm('raw-storm-b', 'new'));
+      const value = (n: string) => (api.store.get(CONFIGMAPS, 'mindx-dl', n) as k8s.V1ConfigMap).data?.[n];
+      await until(() => value('raw-storm-a') === 'new', 'chunk a written after the wake');
+      const puts = api.requests({ verb: 'update', name: 'raw-storm-a' }).map((r) => r.status);
+      expect([puts, api.requests({ verb: 'get' }).length, recovery.stats.writeWakes]).toEqual([
+        [409, 409, 409, 200],
+        0,
+        1,
+      ]);
+    } finally {
+      api.setConflicts(0);
+      a.close();
+      b.close();
       w.close();
     }
   });

@@ -8,7 +8,7 @@
  * ends (every cluster process is in it), so the namespace and the mounts in it go with it; then the run root, the
  * folder of every run dir, is removed.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +40,14 @@ function killGroup(pid: number | undefined): void {
 async function main(): Promise<number> {
   const jestArgs = process.argv.slice(2);
   await ensureK8sBinaries();
+  // helm (issue [R] item 6), a Go module of its own: built here once instead of in each helm suite's beforeAll.
+  const helm = spawnSync('bash', [path.join(PROJECT_ROOT, 'test/k8s/build-helm.sh')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  if (helm.status !== 0) {
+    console.error('test:cluster: building helm failed (test/k8s/build-helm.sh)');
+    return 1;
+  }
   if (process.getuid?.() !== 0) {
     console.error('test:cluster: needs root (a private mount namespace for kubelet, and kubelet itself)');
     return 1;

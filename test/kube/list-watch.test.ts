@@ -7,13 +7,23 @@ import { describe, expect, test } from '@jest/globals';
 import { ListWatch, type ListResult, type WatchFn } from '../../src/kube/list-watch.js';
 import { ApiRecovery, type QueueClock } from '../../src/kube/write-queue.js';
 
-/** A manual clock: timers fire only in advance(). */
+/**
+ * A manual clock: timers fire only in advance(). `t` is monotonic time (timers are due on it); the wall clock is
+ * `t + wallOffset`, and `stepWall` moves it alone (an NTP correction, a resumed VM: issue [T] item 1).
+ */
 class FakeClock implements QueueClock {
   t = 0;
+  wallOffset = 1_767_225_600_000;
   #timers: { at: number; fn: () => void; id: number }[] = [];
   #id = 0;
   now(): number {
+    return this.t + this.wallOffset;
+  }
+  monotonic(): number {
     return this.t;
+  }
+  stepWall(ms: number): void {
+    this.wallOffset += ms;
   }
   setTimeout(fn: () => void, ms: number): unknown {
     const id = ++this.#id;
@@ -58,13 +68,13 @@ class FakeCollection {
   constructor(readonly clock: FakeClock) {}
 
   list = (): Promise<ListResult<k8s.V1ConfigMap>> => {
-    this.lists.push(this.clock.now());
+    this.lists.push(this.clock.monotonic());
     if (this.down) return Promise.reject(new HttpError(503));
     return Promise.resolve({ items: [{ metadata: { name: 'cm', resourceVersion: '1' } }], resourceVersion: '1' });
   };
 
   watch: WatchFn = (_path, _query, _cb, done) => {
-    this.watches.push(this.clock.now());
+    this.watches.push(this.clock.monotonic());
     const c = new AbortController();
     if (this.down) {
       done(Object.assign(new Error('Service Unavailable'), { statusCode: 503 }));
@@ -161,5 +171,23 @@ describe('issue [K] item 8: list-watch after an outage', () => {
     api.down = false;
     await clock.advance(60_000);
     expect([api.lists.length, recovery.waiting]).toEqual([lists, 0]);
+  });
+});
+
+describe('issue [T] item 1: the list-watch backoff on the monotonic clock', () => {
+  test('a wall clock stepped back an hour during an outage does not hold the re-list after the API returns', async () => {
+    const clock = new FakeClock();
+    const api = new FakeCollection(clock);
+    const recovery = new ApiRecovery({ clock }); // only successes of real requests count
+    const lw = loop(clock, api, recovery);
+    await lw.start();
+    api.goDown();
+    await clock.advance(20_000);
+    clock.stepWall(-3_600_000);
+    api.down = false;
+    recovery.reportSuccess(); // another request of the agent answered
+    await clock.advance(0);
+    lw.stop();
+    expect(api.lists.at(-1)).toBe(20_000);
   });
 });

@@ -7,13 +7,23 @@ import {
   type QueueClock,
 } from '../../src/kube/write-queue.js';
 
-/** A manual clock: timers fire only in advance(). */
+/**
+ * A manual clock: timers fire only in advance(). `t` is monotonic time (timers are due on it); the wall clock is
+ * `t + wallOffset`, and `stepWall` moves it alone (an NTP correction, a resumed VM: issue [T] item 1).
+ */
 class FakeClock implements QueueClock {
   t = 0;
+  wallOffset = 1_767_225_600_000;
   #timers: { at: number; fn: () => void; id: number }[] = [];
   #id = 0;
   now(): number {
+    return this.t + this.wallOffset;
+  }
+  monotonic(): number {
     return this.t;
+  }
+  stepWall(ms: number): void {
+    this.wallOffset += ms;
   }
   setTimeout(fn: () => void, ms: number): unknown {
     const id = ++this.#id;
@@ -306,7 +316,7 @@ function recoveryOver(clock: FakeClock, ready: () => boolean, probeIntervalMs = 
     clock,
     random: () => 0.5,
     probeIntervalMs,
-    probe: () => (probes.push(clock.now()), Promise.resolve(ready())),
+    probe: () => (probes.push(clock.monotonic()), Promise.resolve(ready())),
   });
   return { recovery, probes };
 }
@@ -400,5 +410,220 @@ describe('issue [K] item 8: the shared "API reachable again" signal (ApiRecovery
     recovery.close();
     await clock.advance(10_000);
     expect(probes).toEqual([1000, 2000]);
+  });
+});
+
+/**
+ * An object on a fake API server whose writes carry a version (`value@version`): a write of a stale version is a
+ * 409, as is every write during a storm (`storm` true); `read` is the writer's reconcile (a GET: the live version).
+ */
+class VersionedApi implements ObjectWriter<string> {
+  version = 1;
+  stored = '';
+  storm = false;
+  /** `put <state>` / `get`, with the monotonic time of each call. */
+  calls: { call: string; at: number }[] = [];
+  constructor(readonly clock: FakeClock) {}
+  async update(s: string): Promise<void> {
+    await Promise.resolve();
+    this.calls.push({ call: `put ${s}`, at: this.clock.t });
+    const [value, version] = s.split('@');
+    if (this.storm || Number(version) !== this.version) throw new HttpError(409);
+    this.version++;
+    this.stored = value!;
+  }
+  async create(): Promise<void> {
+    await Promise.resolve();
+    throw new HttpError(409); // the object exists
+  }
+  async reconcile(s: string): Promise<string> {
+    await Promise.resolve();
+    this.calls.push({ call: 'get', at: this.clock.t });
+    return `${s.split('@')[0]!}@${this.version}`;
+  }
+  /** Someone else's write of the object. */
+  edit(): void {
+    this.version++;
+  }
+  count(prefix: string, from = -Infinity, to = Infinity): number {
+    return this.calls.filter((c) => c.call.startsWith(prefix) && c.at >= from && c.at < to).length;
+  }
+}
+
+function stormSetup(o: { random?: number; recovery?: ApiRecovery; clock?: FakeClock } = {}) {
+  const clock = o.clock ?? new FakeClock();
+  const api = new VersionedApi(clock);
+  const retries: (number | undefined)[] = [];
+  const written: string[] = [];
+  const q = new ObjectWriteQueue<string>({
+    writer: api,
+    clock,
+    random: () => o.random ?? 0.5,
+    ...(o.recovery ? { backoff: { recovery: o.recovery } } : {}),
+    onWritten: (s) => written.push(s),
+    onError: (_e, info) => retries.push(info.retryInMs),
+  });
+  return { clock, api, q, retries, written };
+}
+
+describe('issue [T] item 2: a 409 means the copy is stale, not that the server is down', () => {
+  test('[T] 2 a 409 is read and retried at once: PUT, GET, PUT of the fresh copy, no wait', async () => {
+    const { clock, api, q, written } = stormSetup();
+    api.edit(); // someone wrote since our copy (version 1)
+    q.submit('a@1');
+    await clock.advance(0);
+    expect([api.calls, written, q.stats.conflicts]).toEqual([
+      [
+        { call: 'put a@1', at: 0 },
+        { call: 'get', at: 0 },
+        { call: 'put a@2', at: 0 },
+      ],
+      ['a@2'],
+      1,
+    ]);
+  });
+
+  test('[T] 2 the immediate retries are bounded: 3 PUTs and 2 GETs, then a wait of 250 ms (not the outage backoff)', async () => {
+    const { clock, api, q, retries } = stormSetup();
+    api.storm = true;
+    q.submit('a@1');
+    await clock.advance(0);
+    expect([api.calls.map((c) => c.call), retries, q.stats.nextRetryAtMs]).toEqual([
+      ['put a@1', 'get', 'put a@1', 'get', 'put a@1'],
+      [250],
+      250,
+    ]);
+  });
+
+  test('[T] 2 the retry after a conflict wait reads the object first (the copy read before the wait is stale)', async () => {
+    const { clock, api, q, written } = stormSetup();
+    api.storm = true;
+    q.submit('a@1');
+    await clock.advance(0);
+    api.storm = false;
+    api.edit(); // written by someone else during the wait
+    await clock.advance(250);
+    expect([api.calls.slice(5).map((c) => c.call), written]).toEqual([['get', 'put a@2'], ['a@2']]);
+  });
+
+  test('[T] 2 the conflict wait doubles from 250 ms and stops at 1 s (the outage backoff grows to 30 s)', async () => {
+    const { clock, api, q, retries } = stormSetup();
+    api.storm = true;
+    q.submit('a@1');
+    await clock.advance(30_000);
+    expect(retries.slice(0, 5)).toEqual([250, 500, 1000, 1000, 1000]);
+    expect(Math.max(...retries.map((r) => r ?? Infinity))).toBe(1000);
+  });
+
+  for (const seconds of [30, 90]) {
+    test(`[T] 2 a ${seconds} s storm is caught up within 1.2 s of its end even at the largest jitter`, async () => {
+      const { clock, api, q, written } = stormSetup({ random: 0.999_999 }); // every wait +20 %
+      api.storm = true;
+      q.submit('a@1');
+      await clock.advance(seconds * 1000);
+      api.storm = false;
+      const end = clock.t;
+      await clock.advance(1200);
+      const put = api.calls.findLast((c) => c.call.startsWith('put'))!;
+      expect([written, put.at - end <= 1200, api.count('put', end)]).toEqual([['a@1'], true, 1]);
+    });
+
+    test(`[T] 2 no write loop in a ${seconds} s storm: after the first 3 PUTs, at most one PUT and one GET per 0.8 s`, async () => {
+      const { clock, api, q } = stormSetup({ random: 0 }); // every wait −20 %: the most attempts
+      api.storm = true;
+      q.submit('a@1');
+      await clock.advance(seconds * 1000);
+      // the waits: 200, 400, then 800 ms each
+      const rounds = 2 + Math.floor((seconds * 1000 - 600) / 800);
+      expect([api.count('put') <= 3 + rounds, api.count('get') <= 2 + rounds]).toEqual([true, true]);
+    });
+  }
+
+  test('[T] 2 conflicts do not raise the outage backoff: a 503 after a storm waits 500 ms', async () => {
+    const { clock, api, q, retries } = stormSetup();
+    api.storm = true;
+    q.submit('a@1');
+    await clock.advance(10_000);
+    const conflictsRetries = retries.length;
+    api.update = () => Promise.reject(new HttpError(503));
+    await clock.advance(1000);
+    expect(retries[conflictsRetries]).toBe(500);
+  });
+
+  test("[T] 2 another object's successful write wakes a conflict wait at once (shared ApiRecovery)", async () => {
+    const clock = new FakeClock();
+    const recovery = new ApiRecovery({ clock });
+    const a = stormSetup({ clock, recovery });
+    const b = setup(new FakeApi(), { clock, backoff: { recovery } });
+    a.api.storm = true;
+    a.q.submit('a@1');
+    await clock.advance(5000); // waiting 1 s at a time
+    a.api.storm = false;
+    const due = a.q.stats.nextRetryAtMs!;
+    b.q.submit('b');
+    await clock.advance(0);
+    expect([b.written, a.written, clock.t < due, recovery.stats.writeWakes]).toEqual([['b'], ['a@1'], true, 1]);
+  });
+
+  test('[T] 2 a read succeeding wakes nothing: during a storm GETs and watches work', async () => {
+    const clock = new FakeClock();
+    const recovery = new ApiRecovery({ clock });
+    const a = stormSetup({ clock, recovery });
+    a.api.storm = true;
+    a.q.submit('a@1');
+    await clock.advance(0);
+    a.api.storm = false;
+    recovery.reportSuccess(); // a GET answered 200
+    await clock.advance(0);
+    expect([a.written, a.q.stats.nextRetryAtMs]).toEqual([[], 250]);
+  });
+
+  test('[T] 2 retrySoon (a watch event of another writer) ends a conflict wait', async () => {
+    const { clock, api, q, written } = stormSetup();
+    api.storm = true;
+    q.submit('a@1');
+    await clock.advance(2000);
+    api.storm = false;
+    api.edit();
+    q.retrySoon();
+    await clock.advance(0);
+    expect(written).toEqual(['a@2']);
+  });
+
+  test('[T] 2 writes of other objects succeeding while this one keeps conflicting cannot make a loop (guard)', async () => {
+    const clock = new FakeClock();
+    const recovery = new ApiRecovery({ clock });
+    const a = stormSetup({ clock, recovery });
+    a.api.storm = true;
+    a.q.submit('a@1');
+    for (let i = 0; i < 1000; i++) {
+      recovery.reportWriteSuccess(); // another object written every 10 ms
+      await clock.advance(10);
+    }
+    // 10 s: the timed attempts (≈ 11) plus the early ones the doubling guard lets through (1, 2, 4, 8 s: ≤ 4)
+    expect(a.api.count('put')).toBeLessThanOrEqual(3 + 11 + 4);
+  });
+
+  test('[T] 1 a conflict wait is timed on the monotonic clock: the wall clock stepped back an hour holds no wake', async () => {
+    const clock = new FakeClock();
+    const recovery = new ApiRecovery({ clock });
+    const a = stormSetup({ clock, recovery });
+    a.api.storm = true;
+    a.q.submit('a@1');
+    await clock.advance(0);
+    clock.stepWall(-3_600_000); // an NTP correction during the wait
+    a.api.storm = false;
+    recovery.reportWriteSuccess(); // another object written: the wake is due at once, not an hour later
+    await clock.advance(0);
+    expect([a.written, clock.t]).toEqual([['a@1'], 0]);
+  });
+
+  test("[T] 1 the queue's ages are monotonic: a wall step changes no pending age", async () => {
+    const { clock, api, q } = stormSetup();
+    api.storm = true;
+    q.submit('a@1');
+    await clock.advance(3000);
+    clock.stepWall(3_600_000);
+    expect(q.pendingAgeMs()).toBe(3000);
   });
 });
