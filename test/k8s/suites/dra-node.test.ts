@@ -90,6 +90,14 @@ async function apply(obj: Record<string, unknown>): Promise<void> {
   await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(obj));
 }
 
+/** Names of the ResourceSlices of the driver. */
+async function slices(): Promise<string[]> {
+  const list = JSON.parse(await cluster.kubectl(['get', 'resourceslices', '-o', 'json'])) as {
+    items: { metadata: { name: string }; spec: { driver: string } }[];
+  };
+  return list.items.filter((i) => i.spec.driver === DRIVER_NAME).map((i) => i.metadata.name);
+}
+
 /** A claim `default/<name>` for one NPU and a pod using it (no node: the scheduler places it). */
 async function createClaimAndPod(name: string): Promise<void> {
   await apply({
@@ -247,6 +255,14 @@ describe('issue [DRA] item 1 on a real kubelet: kubelet restarted', () => {
     const count = registered();
     await cluster.restartKubelet();
     await pollUntil(() => registered() > count, 'kubelet registering the DRA driver again', 60_000);
+    // kubelet deletes every ResourceSlice of its node when it starts (no driver is registered yet: pods must not
+    // be placed on resources nobody serves); the driver's API side publishes them again — here the suite does
+    await pollUntil(
+      async () => (await slices()).length === 0,
+      'kubelet wiping the node’s ResourceSlices at its start',
+      30_000,
+    );
+    await apply(slice());
     const after = await untilRunning('steady');
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
     expect(after.status?.containerStatuses?.[0]?.restartCount ?? 0).toBe(
@@ -259,6 +275,7 @@ describe('issue [DRA] item 1 on a real kubelet: kubelet restarted', () => {
 
 describe('issue [DRA] item 1 on a real kubelet: the agent killed during NodePrepare', () => {
   test('kill -9 after the intent is checkpointed: back up, kubelet retries, the pod runs, one claim, one spec', async () => {
+    if ((await slices()).length === 0) await apply(slice()); // wiped if kubelet restarted or missed the driver 30 s
     await agent.stop();
     const doomed = await startAgent({ [DRA_CRASH_ENV]: 'prepare-intent' });
     await createClaimAndPod('interrupted');
