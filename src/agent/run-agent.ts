@@ -21,6 +21,7 @@ import { CleanupStack, reasonOf, StartSteps, withTimeout } from './lifecycle.js'
 import { stateDirProblem } from './state-dir.js';
 import { wireApi } from './wire-api.js';
 import { wireDcmi } from './wire-dcmi.js';
+import { wireDra } from './wire-dra.js';
 import { wireHealth } from './wire-health.js';
 import { observeStore, startObservability } from './wire-http.js';
 import { wireKube } from './wire-kube.js';
@@ -112,7 +113,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     const health = await wireHealth(ctx, hw, store);
     steps.step('outputs');
     const kubelet = wireKubelet(ctx, hw, store, api?.events);
-    obs.kubeletReady(() => kubelet.status());
+    const dra = wireDra(ctx, hw, store, api); // issue [DRA]: -deviceApi=dra|both (a no-op for plugin)
+    obs.kubeletReady(() => [...kubelet.status(), ...dra.status()]);
     observeStore(metrics, store, log);
     const pods = wirePods(ctx, hw, store, api);
     const soft = kubelet.softShare; // spec L.7: vNPU files of gone pods removed (at start: what a crash left)
@@ -143,14 +145,16 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     steps.step('kubelet directory and registration');
     // 9. Kubelet (spec A.2 last step): wait for the directory, register every resource.
     const waitMs = deps.kubeletWaitTimeoutMs ?? flags.kubeletWaitTimeout * 1000;
-    await kubelet.start(
-      pods.cache,
-      (reason) => deps.onFatal?.(reason),
-      waitMs,
-      pods.allocateEnvs,
-      api?.events,
-      api?.core,
-    );
+    await dra.start(); // DRA first: kubelet may call NodePrepare at once, the device plugin waits for kubelet.sock
+    if (flags.deviceApi !== 'dra')
+      await kubelet.start(
+        pods.cache,
+        (reason) => deps.onFatal?.(reason),
+        waitMs,
+        pods.allocateEnvs,
+        api?.events,
+        api?.core,
+      );
     const metricsPort = obs.port;
     steps.step('running');
     log.info(
@@ -180,6 +184,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         health.stop();
         state.stop();
         await withTimeout(kubelet.stop(), left(1500), undefined, deps.hurry); // streams ended, sockets removed
+        await withTimeout(dra.stop(), left(1500), undefined, deps.hurry);
         await kube.flush(Math.min(deps.flushTimeoutMs ?? 5000, left(1000)), deps.hurry);
         await state.save();
         await cleanups.undo(left(0));

@@ -16,10 +16,17 @@ import { AgentStartError, EXIT } from './errors.js';
 import { untilAborted, withTimeout } from './lifecycle.js';
 import { observeCalls } from './observe-calls.js';
 
+/** The ResourceClaim read of the DRA driver (issue [DRA]): `GET /apis/resource.k8s.io/v1/.../resourceclaims/<name>`. */
+export interface ResourceClaimReadApi {
+  readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown>;
+}
+
 /** The API server as the kube layer uses it: the CoreV1 calls and the watch. */
 export interface KubeBackend {
   readonly core: AgentCoreApi;
   readonly watch: WatchFn;
+  /** resource.k8s.io/v1 ResourceClaims, read by the DRA driver (issue [DRA]). */
+  readonly claims: ResourceClaimReadApi;
   /** `built-in` (KubeClient) or `client-node`, and where the access came from (for the log). */
   readonly client: 'built-in' | 'client-node';
   readonly from: string;
@@ -33,6 +40,8 @@ export interface ApiLayer {
   /** The CoreV1 calls, each reporting its outcome to the shared recovery. */
   readonly core: AgentCoreApi;
   readonly watch: WatchFn;
+  /** ResourceClaim reads of the DRA driver, reporting to the shared recovery too. */
+  readonly claims: ResourceClaimReadApi;
   /** The backoff of every retrier (wakes at the API server's return). */
   readonly backoff: BackoffOptions;
   readonly events: KubeEventRecorder;
@@ -53,8 +62,10 @@ export async function clientNodeBackend(kc: k8s.KubeConfig, from = 'kubeconfig')
   const m = await import('@kubernetes/client-node');
   const watcher = new m.Watch(kc);
   const health = new m.Health(kc);
+  const resource = kc.makeApiClient(m.ResourceV1Api);
   return {
     core: kc.makeApiClient(m.CoreV1Api),
+    claims: { readNamespacedResourceClaim: (p) => resource.readNamespacedResourceClaim(p) },
     watch: (p, q, cb, done) => watcher.watch(p, q, cb, done),
     client: 'client-node',
     from,
@@ -75,6 +86,7 @@ export async function loadKube(flag: string, env: Env): Promise<KubeBackend | un
       const c = new KubeClient(source.access);
       return {
         core: c,
+        claims: c,
         watch: c.watch,
         client: 'built-in',
         from: source.from,
@@ -118,13 +130,14 @@ export async function wireApi(
   let reached = false;
   // every request's outcome reports to the shared recovery: a success of any request ends every retrier's backoff
   // after an outage, a successful write also the wait of a retrier after a conflict (issue [T] item 2)
-  const core = observeCalls(kube.core, (ok, err, method) => {
+  const outcome = (ok: boolean, err?: unknown, method = ''): void => {
     const status = ok ? undefined : statusOf(err);
     if (ok || status !== undefined) reached = true; // an HTTP answer, even a 404 or 403, came from the API server
     if (ok && WRITE_CALL.test(method)) recovery.reportWriteSuccess();
     else if (ok) recovery.reportSuccess();
     else recovery.reportFailure(status);
-  });
+  };
+  const core = observeCalls(kube.core, outcome);
   const events = new KubeEventRecorder({
     api: core,
     nodeName: config.nodeName,
@@ -136,6 +149,7 @@ export async function wireApi(
   cleanups.push('events', () => withTimeout(events.close(), 2000, undefined));
   return {
     core,
+    claims: observeCalls(kube.claims, outcome),
     watch: kube.watch,
     backoff,
     events,

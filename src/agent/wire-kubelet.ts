@@ -7,7 +7,11 @@ import { effectiveShareCount, MIXED_INSERT_TYPES, mixedInsertType } from '../cor
 import type { Logger } from '../core/logger.js';
 import { errorMessage as message } from '../core/errors.js';
 import type { PodCache } from '../core/pods.js';
-import { FsDeviceNodeProbe } from '../kubelet/device-nodes.js';
+import { collectDefaultDeviceNodes, FsDeviceNodeProbe, ubNodes } from '../kubelet/device-nodes.js';
+import { driverMounts } from '../cdi/spec.js';
+import { CdiSpecDir } from '../cdi/spec-dir.js';
+import { devicePluginCdiSpec, writeDevicePluginCdiSpec } from '../kubelet/cdi-spec.js';
+import type { DeviceSnapshot } from '../kubelet/device-source.js';
 import { DeviceNodeMissingError, KubeletWaitTimeoutError, SocketPathTooLongError } from '../kubelet/errors.js';
 import { DevicePluginManager, KubeletStartAbortedError, type ServerStatus } from '../kubelet/plugin-manager.js';
 import { StoreDeviceSource } from '../kubelet/store-device-source.js';
@@ -183,6 +187,8 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
                 }),
             })
           : undefined;
+      // -cdiDevicePlugin (issue [DRA] item 6): the node's CDI spec first, so every CDI answer names a written device
+      if (flags.cdiDevicePlugin) writeCdiSpec(ctx, hw, devices.snapshot());
       try {
         mgr = new DevicePluginManager({
           ...(dynamic ? { dynamic, deviceTypes: [NPU_CORE_TYPE] } : {}),
@@ -200,6 +206,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
           onFatal,
           ...(names.active ? { names } : {}),
           ...(softShare ? { softShare } : {}),
+          ...(flags.cdiDevicePlugin ? { cdi: true } : {}),
         });
       } catch (err) {
         if (err instanceof DeviceNodeMissingError)
@@ -276,6 +283,30 @@ export function withTopoFile(
   log.info({ [HCCL_TOPO_FILE_PATH]: topo.path }, 'A5 topology file for Allocate (spec L.8)');
   const fixed = { [HCCL_TOPO_FILE_PATH]: topo.path };
   return envs ? () => ({ ...fixed, ...envs() }) : () => fixed;
+}
+
+/**
+ * `-cdiDevicePlugin`: writes `<-cdiDir>/ascend.com-npu.json` for every device node of the snapshot. A node that is
+ * missing or not a character device ends the start (exit 4, like a missing mandatory node).
+ */
+function writeCdiSpec(ctx: AgentContext, hw: DcmiLayer, snapshot: DeviceSnapshot): void {
+  const { flags, log } = ctx;
+  const probe = new FsDeviceNodeProbe(flags.devDir);
+  try {
+    const shared = [
+      ...collectDefaultDeviceNodes(probe, {
+        chipKind: hw.kind,
+        fdFlag: flags.fdFlag,
+        ...(hw.facts.productTypes ? { productTypes: hw.facts.productTypes } : {}),
+      }),
+      ...ubNodes(probe),
+    ];
+    const spec = devicePluginCdiSpec(snapshot, flags.devDir, shared, driverMounts(hw.kind, flags.hostRoot));
+    const file = writeDevicePluginCdiSpec(new CdiSpecDir(flags.cdiDir), spec);
+    log.info({ file, devices: spec.devices.map((d) => d.name) }, 'CDI spec of the device plugin written');
+  } catch (err) {
+    throw new AgentStartError(`-cdiDevicePlugin: ${message(err)}`, EXIT.WAIT_TIMEOUT, { cause: err });
+  }
 }
 
 /** The DCMI calls of dynamic vNPU over the binding; destroy is one attempt (the allocator retries, §4.6). */

@@ -315,6 +315,37 @@ export const AGENT_FLAGS = {
     support: 'yes',
     help: 'seconds between two real hccn_tool link queries of one chip',
   },
+  deviceApi: {
+    kind: 'string',
+    def: 'plugin',
+    oneOf: ['plugin', 'dra', 'both'],
+    support: 'yes',
+    help: 'plugin: kubelet device plugin; dra: DRA driver npu.huawei.com; both: the two from one store (migration)',
+  },
+  kubeletPluginsDir: {
+    kind: 'string',
+    def: '/var/lib/kubelet/plugins',
+    support: 'yes',
+    help: "DRA: folder of the driver's socket <dir>/npu.huawei.com/dra.sock (follows kubelet's --root-dir)",
+  },
+  kubeletRegistryDir: {
+    kind: 'string',
+    def: '/var/lib/kubelet/plugins_registry',
+    support: 'yes',
+    help: "DRA: kubelet's plugin registry (npu.huawei.com-reg.sock; follows kubelet's --root-dir)",
+  },
+  cdiDir: {
+    kind: 'string',
+    def: '/var/run/cdi',
+    support: 'yes',
+    help: 'CDI specs of prepared claims (DRA) and of -cdiDevicePlugin (kind ascend.com/npu)',
+  },
+  cdiDevicePlugin: {
+    kind: 'bool',
+    def: false,
+    support: 'yes',
+    help: 'device plugin: answer Allocate with CDI devices (ascend.com/npu=<device>) instead of device specs',
+  },
   kubeletWaitTimeout: {
     kind: 'int',
     def: 300,
@@ -332,6 +363,14 @@ type ValueOf<K extends AgentFlagName> = (typeof AGENT_FLAGS)[K]['kind'] extends 
   : (typeof AGENT_FLAGS)[K]['kind'] extends 'string'
     ? string
     : number;
+
+/** `-deviceApi` (architecture §4, issue [DRA]): which kubelet API the agent serves. */
+export type DeviceApi = 'plugin' | 'dra' | 'both';
+
+/** `-deviceApi` as its type (the value was checked against the flag's `oneOf` when parsed). */
+export function deviceApiOf(flags: Pick<AgentFlags, 'deviceApi'>): DeviceApi {
+  return flags.deviceApi as DeviceApi;
+}
 
 /** The parsed flag values, by flag name. */
 export type AgentFlags = { readonly [K in AgentFlagName]: ValueOf<K> };
@@ -572,8 +611,20 @@ export function parseAgentArgs(
     'hangDetectionConfigFile',
     'nameCustomizationFile',
     'dpuConfigFile',
+    'kubeletPluginsDir',
+    'kubeletRegistryDir',
+    'cdiDir',
   ] as const) {
     if (!path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);
+  }
+  // DRA and CDI (issue [DRA]): the device plugin's CDI answer needs the device plugin, static devices and the
+  // device specs it replaces (not the ascend-docker variables, not vNPUs created at Allocate)
+  if (flags.cdiDevicePlugin) {
+    if (flags.deviceApi === 'dra') errors.push('-cdiDevicePlugin=true requires -deviceApi=plugin or both');
+    if (!flags.presetVirtualDevice) errors.push('-cdiDevicePlugin=true requires -presetVirtualDevice=true');
+    if (env.ASCEND_DOCKER_RUNTIME === 'True') {
+      errors.push('-cdiDevicePlugin=true conflicts with ASCEND_DOCKER_RUNTIME=True (environment variables only, C.4)');
+    }
   }
   for (const n of ['kubeconfig', 'dcmiLibrary', 'switchLibrary'] as const) {
     if (flags[n] !== '' && !path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);

@@ -398,6 +398,14 @@ export class KubeClient implements AgentCoreApi {
     return this.#call('PATCH', path, p, p.body, 'application/merge-patch+json');
   }
 
+  /**
+   * A resource.k8s.io/v1 ResourceClaim, as the API server sends it (the DRA driver's NodePrepareResources, issue
+   * [DRA]; the caller checks its shape).
+   */
+  readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown> {
+    return this.#call('GET', () => `${resourceClaims(p.namespace)}/${seg(p.name)}`, p);
+  }
+
   readNamespacedLease(p: LeaseParam<'readNamespacedLease'>): Promise<LeaseAnswer<'readNamespacedLease'>> {
     return this.#call('GET', () => `${leases(p.namespace)}/${seg(p.name)}`, p);
   }
@@ -655,6 +663,11 @@ function ns(namespace: string): string {
 function leases(namespace: string): string {
   if (!namespace) throw new Error('namespace is required');
   return `/apis/coordination.k8s.io/v1/namespaces/${seg(namespace)}/leases`;
+}
+
+function resourceClaims(namespace: string): string {
+  if (!namespace) throw new Error('namespace is required');
+  return `/apis/resource.k8s.io/v1/namespaces/${seg(namespace)}/resourceclaims`;
 }
 
 function seg(name: string): string {

@@ -16,6 +16,8 @@ import { pickFromPodAnnotation, type PickOptions } from './volcano-pick.js';
 import { allocateSoftShare, type SoftShareAllocator } from './soft-share.js';
 import type { DynamicVnpu } from './vnpu-allocate.js';
 import { dynamicVnpuEnvs } from './vnpu-core.js';
+import { qualifiedName } from '../cdi/spec.js';
+import { cdiNodeName } from './cdi-spec.js';
 
 /** Spec C.3 input limits. */
 export const MAX_CONTAINER_REQUESTS = 300_000;
@@ -33,6 +35,12 @@ export interface AllocatorOptions {
   readonly pick?: PickOptions;
   /** Soft share (spec L.7): set, every request goes through the pod's annotations and {@link SoftShareAllocator}. */
   readonly softShare?: SoftShareAllocator;
+  /**
+   * `-cdiDevicePlugin` (issue [DRA] item 6, ours): native mode answers with CDI devices of the node's spec
+   * (`ascend.com/npu=davinci<N>`, `…=vdavinci<N>`; kubelet/cdi-spec.ts) instead of device specs, so that containerd ≥
+   * 1.7 and CRI-O inject the nodes (management nodes and driver mounts included) without Ascend's runtime hook.
+   */
+  readonly cdi?: boolean;
 }
 
 /** What the allocator reads besides the snapshot. */
@@ -186,6 +194,12 @@ export class Allocator {
       if (this.deps.dynamic) Object.assign(envs, dynamicVnpuEnvs(visible.length)); // spec C.4
       return { envs: { ...envs, ...this.deps.extraEnvs?.() } };
     }
+    const extra = this.deps.extraEnvs?.() ?? {};
+    const envs = Object.keys(extra).length > 0 ? { envs: { ...extra } } : {};
+    if (this.options.cdi) {
+      const cdiDevices = visible.map((v) => ({ name: qualifiedName(cdiNodeName(v, virtual)) }));
+      return { cdiDevices, ...envs };
+    }
     const { probe, defaultNodes } = this.deps;
     const spec = (n: DeviceNodeSpec): DeviceSpec => ({ ...n, permissions: 'rw' });
     const devs: DeviceSpec[] = defaultNodes.map(spec);
@@ -197,7 +211,6 @@ export class Allocator {
       });
     }
     if (visible.length > 0) devs.push(...ubNodes(probe).map(spec));
-    const extra = this.deps.extraEnvs?.() ?? {};
-    return { devices: devs, ...(Object.keys(extra).length > 0 ? { envs: { ...extra } } : {}) };
+    return { devices: devs, ...envs };
   }
 }

@@ -82,6 +82,8 @@ export interface DevicePluginManagerOptions {
   readonly names?: PublicNames;
   /** Dynamic vNPU: the allocator of the single `npu-core` server (spec B.3, C.3). */
   readonly dynamic?: DynamicVnpu;
+  /** `-cdiDevicePlugin`: Allocate answers CDI devices (the node's spec is written by the caller). */
+  readonly cdi?: boolean;
 }
 
 /** {@link DevicePluginManager.start} ended by its abort signal (the agent is stopping); not a wait timeout. */
@@ -168,6 +170,7 @@ export class DevicePluginManager extends EventEmitter {
             ...(opts.pick ? { pick: opts.pick } : {}),
             ...(opts.softShare ? { softShare: opts.softShare } : {}),
             ...(opts.names ? { names: opts.names } : {}),
+            ...(opts.cdi ? { cdi: true } : {}),
             ...(opts.periodicResendMs === undefined ? {} : { periodicResendMs: opts.periodicResendMs }),
             ...(opts.failedResendMs === undefined ? {} : { failedResendMs: opts.failedResendMs }),
             now: this.#now,

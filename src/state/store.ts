@@ -86,6 +86,29 @@ export interface NodeState {
   readonly switch: SwitchState;
   /** A5 DPUs and each NPU's DPU health (docs/super-node.md "DPU faults"); absent while the feature is off. */
   readonly dpu?: DpuState;
+  /**
+   * The ResourceClaims the DRA driver has prepared on this node (issue [DRA]; input {@link NodeStateStore.setDraClaims}),
+   * in claim-uid order; empty while DRA is off or holds nothing. Which chips DRA holds, for every other projection.
+   */
+  readonly draClaims: readonly DraClaimHold[];
+}
+
+/** One device of a prepared ResourceClaim, and the chip it is on. */
+export interface DraDeviceHold {
+  /** Device name in the driver's ResourceSlice (e.g. `Ascend910-3`, a vNPU partition's name). */
+  readonly device: string;
+  /** Logic id of the chip the device is (or is on). */
+  readonly logicId: number;
+  /** Admin access (monitoring a device another claim may hold): the chip is not held by this claim. */
+  readonly adminAccess?: boolean;
+}
+
+/** A ResourceClaim prepared by the DRA driver (NodePrepareResources answered, not unprepared yet). */
+export interface DraClaimHold {
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly devices: readonly DraDeviceHold[];
 }
 
 /** Spec L.9: what the switch library reports, and the SwitchFaultCode.json levels the projection applies. */
@@ -96,6 +119,21 @@ export interface SwitchState {
 }
 
 const NO_SWITCH: SwitchState = Object.freeze({ faults: Object.freeze([]), levels: new Map() });
+const NO_DRA_CLAIMS: readonly DraClaimHold[] = Object.freeze([]);
+
+/** The claims frozen and in uid order (the snapshot's form). */
+function freezeDraClaims(claims: Iterable<DraClaimHold>): readonly DraClaimHold[] {
+  const list = [...claims].map((c) =>
+    Object.freeze({
+      uid: c.uid,
+      namespace: c.namespace,
+      name: c.name,
+      devices: Object.freeze(c.devices.map((d) => Object.freeze({ ...d }))),
+    }),
+  );
+  list.sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
+  return Object.freeze(list);
+}
 
 /** What caused a cycle. */
 export type ChangeCause = 'events' | 'tick' | 'release' | 'pod-used' | 'policy' | 'restore' | 'input' | 'switch';
@@ -162,6 +200,8 @@ type Op = {
   switch?: () => SwitchState | undefined;
   /** A DPU input: the new DPU state. */
   dpu?: DpuState;
+  /** The DRA driver's prepared claims (frozen, in uid order). */
+  dra?: readonly DraClaimHold[];
 };
 
 /** What a chip state adds to the engine's view (see {@link ChipState}). */
@@ -265,6 +305,7 @@ export class NodeStateStore {
   readonly #chipStates = new Map<number, ChipState>();
   #switch: SwitchState = NO_SWITCH;
   #dpu: DpuState | undefined;
+  #draClaims: readonly DraClaimHold[] = NO_DRA_CLAIMS;
   readonly #parsed = new Map<string, FaultCode | null>();
   /** §3.10 health filter of the reset layer (hot-reset.md): chips reported Healthy / NetworkHealthy meanwhile. */
   #resetHealthy: ReadonlySet<number> = new Set();
@@ -298,6 +339,7 @@ export class NodeStateStore {
       chips: Object.freeze(this.#chips.map((c) => this.#chipStates.get(c.logicId)!)),
       manualSeparation: this.#engine.manualSeparationValue(),
       switch: NO_SWITCH,
+      draClaims: NO_DRA_CLAIMS,
     });
   }
 
@@ -467,6 +509,16 @@ export class NodeStateStore {
     this.#submit({ cause: 'input', dpu: state });
   }
 
+  /**
+   * Issue [DRA]: the ResourceClaims the DRA driver holds prepared on this node now (the whole set, after every
+   * NodePrepare/NodeUnprepare and at start from its checkpoint); published as {@link NodeState.draClaims} in one
+   * cycle when it differs from the current set.
+   */
+  setDraClaims(claims: Iterable<DraClaimHold>): void {
+    const next = freezeDraClaims(claims);
+    this.#submit({ cause: 'input', dra: next });
+  }
+
   setSwitchLevels(levels: ReadonlyMap<string, SwitchCodeLevel>): void {
     this.#submit({
       cause: 'switch',
@@ -584,12 +636,15 @@ export class NodeStateStore {
     const sw = op.switch?.();
     if (sw) this.#switch = sw;
     if (op.dpu) this.#dpu = op.dpu;
+    const draChanged = op.dra !== undefined && !sameJson(op.dra, this.#draClaims);
+    if (draChanged) this.#draClaims = op.dra!;
     if (
       changed.length > 0 ||
       transitions.length > 0 ||
       manualSeparation !== this.#state.manualSeparation ||
       sw !== undefined ||
-      op.dpu !== undefined
+      op.dpu !== undefined ||
+      draChanged
     ) {
       this.#publish(op, now, transitions, changed, result.resync, manualSeparation);
     }
@@ -612,6 +667,7 @@ export class NodeStateStore {
       manualSeparation,
       switch: this.#switch,
       ...(this.#dpu ? { dpu: this.#dpu } : {}),
+      draClaims: this.#draClaims,
     });
     const change: StateChange = Object.freeze({
       cause: op.cause,
