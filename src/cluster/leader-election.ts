@@ -4,13 +4,18 @@
  * has not renewed for `leaseDurationSeconds`.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { SYSTEM_CLOCK, type Clock } from '../core/clock.js';
 import type { LeaseApi } from '../kube/kube-client.js';
 import { MicroTime } from '../core/kube-time.js';
 
 /** The Lease fields the decision reads. */
 export interface LeaseView {
   holder: string | undefined;
-  /** ms of the last renewal (or acquisition) */
+  /**
+   * When this replica saw the Lease's record last change, on its monotonic clock (client-go's `observedTime`): a
+   * holder's `renewTime` comes from another machine's wall clock, and a step of either clock must not expire a
+   * live Lease nor keep a dead one (issue [T] item 1)
+   */
   renewMs: number | undefined;
   durationSec: number;
 }
@@ -38,7 +43,8 @@ export interface LeaseElectorOptions {
   readonly retryPeriodMs: number;
   /** ms without a successful renewal after which the leader steps down */
   readonly renewDeadlineMs: number;
-  readonly now?: () => number;
+  /** Wall clock for the Lease's `acquireTime`/`renewTime`; monotonic clock for expiry and the renew deadline. */
+  readonly clock?: Pick<Clock, 'now' | 'monotonic'>;
   readonly onStartedLeading: () => void;
   readonly onStoppedLeading: () => void;
   readonly onError?: (e: unknown) => void;
@@ -60,7 +66,10 @@ export class LeaseElector {
   readonly #o: LeaseElectorOptions;
   #timer: NodeJS.Timeout | undefined;
   #leading = false;
+  /** monotonic */
   #lastRenewMs = 0;
+  /** the Lease's record as last read, and when it last changed (monotonic) */
+  #observed: { record: string; atMs: number } | undefined;
   #stopped = true;
   #transitions = 0;
 
@@ -92,8 +101,8 @@ export class LeaseElector {
     }
   }
 
-  #now(): number {
-    return (this.#o.now ?? Date.now)();
+  #clock(): Pick<Clock, 'now' | 'monotonic'> {
+    return this.#o.clock ?? SYSTEM_CLOCK;
   }
 
   #setLeading(v: boolean): void {
@@ -108,20 +117,22 @@ export class LeaseElector {
     if (this.#stopped) return;
     try {
       const ok = await this.#tryAcquireOrRenew();
-      if (ok) this.#lastRenewMs = this.#now();
+      if (ok) this.#lastRenewMs = this.#clock().monotonic();
       if (this.#stopped) return;
       if (ok) this.#setLeading(true);
       else if (this.#leading) this.#setLeading(false);
     } catch (e) {
       this.#o.onError?.(e);
-      if (this.#leading && this.#now() - this.#lastRenewMs > this.#o.renewDeadlineMs) this.#setLeading(false);
+      if (this.#leading && this.#clock().monotonic() - this.#lastRenewMs > this.#o.renewDeadlineMs) {
+        this.#setLeading(false);
+      }
     }
     if (!this.#stopped) this.#timer = setTimeout(() => void this.#attempt(), this.#o.retryPeriodMs);
   }
 
   async #tryAcquireOrRenew(): Promise<boolean> {
     const { api, name, namespace, identity } = this.#o;
-    const now = this.#now();
+    const now = this.#clock().now();
     const spec = (acquire: boolean, old?: k8s.V1LeaseSpec): k8s.V1LeaseSpec => ({
       holderIdentity: identity,
       leaseDurationSeconds: this.#o.leaseDurationSec,
@@ -138,12 +149,20 @@ export class LeaseElector {
       await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: spec(true) } });
       return true;
     }
+    const mono = this.#clock().monotonic();
+    const renewTime = lease.spec?.renewTime;
+    const record = JSON.stringify([
+      lease.spec?.holderIdentity,
+      renewTime === undefined || renewTime === null ? null : new Date(renewTime).getTime(),
+      lease.spec?.leaseTransitions,
+    ]);
+    if (this.#observed?.record !== record) this.#observed = { record, atMs: mono };
     const view: LeaseView = {
       holder: lease.spec?.holderIdentity,
-      renewMs: lease.spec?.renewTime !== undefined ? new Date(lease.spec.renewTime).getTime() : undefined,
+      renewMs: this.#observed.atMs,
       durationSec: lease.spec?.leaseDurationSeconds ?? this.#o.leaseDurationSec,
     };
-    const d = decideLease(view, identity, now);
+    const d = decideLease(view, identity, mono);
     if (d === 'standby') return false;
     try {
       await api.replaceNamespacedLease({
