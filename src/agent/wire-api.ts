@@ -5,6 +5,7 @@
  * bounded G.3 start-up read of the device-info ConfigMap. Nothing on the kubelet path waits for any of it.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { intervalsOnly } from '../core/clock.js';
 import { statusOf, errorMessage as message } from '../core/errors.js';
 import { readStartupValues, type StartupValues } from '../kube/device-info-publisher.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
@@ -124,7 +125,8 @@ export async function wireApi(
   }
   log.info({ client: kube.client, from: kube.from }, 'Kubernetes API client');
   cleanups.push('kube client', () => kube.close());
-  const recovery = new ApiRecovery(kube.probe ? { probe: kube.probe } : {});
+  // the probe's spacing on the monotonic clock (it reads now() for intervals only)
+  const recovery = new ApiRecovery({ ...(kube.probe ? { probe: kube.probe } : {}), clock: intervalsOnly(ctx.clock) });
   cleanups.push('API recovery probe', () => recovery.close());
   const backoff: BackoffOptions = { recovery };
   let reached = false;
@@ -143,6 +145,7 @@ export async function wireApi(
     nodeName: config.nodeName,
     podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
     logger: log,
+    clock: ctx.clock, // Event times on its wall clock, the bucket and the retries on its monotonic clock
     backoff, // Events refused in an outage are retried when the API is back
     onRefused: (status) => ctx.metrics.writeRefused('event', status),
   });
