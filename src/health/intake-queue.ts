@@ -3,7 +3,7 @@
  * batches for the store out.
  *
  * - Recovery hold (D.4): a recovery waits `recoveryDelayMs` (1 s, upstream) before it is queued. Recoveries that
- *   arrive in the same clock millisecond share one timer, so a storm does not arm one timer per event.
+ *   arrive in the same monotonic millisecond share one timer, so a storm does not arm one timer per event.
  * - Live codes (D.6): when it releases held recoveries, the queue reads the chip's DCMI code list (`liveCodes`, once
  *   per chip per release) and attaches it to each chip-scope recovery. The engine ignores a recovery of a code DCMI
  *   still lists; this way it learns that from the event and never calls the hardware, and the store cycle that
@@ -41,7 +41,7 @@ export interface IntakeQueueOptions {
   readonly coalesceWindowMs?: number;
 }
 
-/** Recoveries held since one clock millisecond, released together. */
+/** Recoveries held since one monotonic millisecond, released together. */
 interface HoldGroup {
   readonly at: number;
   readonly events: FaultEvent[];
@@ -66,7 +66,7 @@ export class IntakeQueue {
   readonly #timers = new Set<TimerHandle>();
   #queue: FaultEvent[] = [];
   #flushScheduled = false;
-  /** Clock time at which the last batch was handed to the sink (-Infinity: none yet), and its size. */
+  /** Monotonic time at which the last batch was handed to the sink (-Infinity: none yet), and its size. */
   #lastFlush = -Infinity;
   #lastBatch = 0;
 
