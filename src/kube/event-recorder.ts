@@ -200,9 +200,9 @@ export class KubeEventRecorder implements EventSink {
     }
   }
 
-  /** Stops: waiting Events are dropped and counted in the log. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Stops: waiting Events are dropped and counted in the log (resolved at once; a promise for the callers). */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
     this.#closed = true;
     this.#retry.cancel();
     if (this.#droppedTotal > 0)
@@ -214,6 +214,7 @@ export class KubeEventRecorder implements EventSink {
       this.#retained = [];
     }
     this.#limiter.stop(); // waiting jobs are refused; the token timer is cleared
+    return Promise.resolve();
   }
 
   /** Keeps an Event for a retry (bounded: the oldest is dropped first, counted, logged once per outage). */
