@@ -43,7 +43,9 @@ export interface LeaseElectorOptions {
   readonly retryPeriodMs: number;
   /** ms without a successful renewal after which the leader steps down */
   readonly renewDeadlineMs: number;
-  /** Wall clock for the Lease's `acquireTime`/`renewTime`; monotonic clock for expiry and the renew deadline. */
+  /** Wall clock of the Lease's `acquireTime`/`renewTime` (default: `clock.now`). */
+  readonly now?: () => number;
+  /** Monotonic clock of the expiry and the renew deadline, and the default wall clock (default: the process's). */
   readonly clock?: Pick<Clock, 'now' | 'monotonic'>;
   readonly onStartedLeading: () => void;
   readonly onStoppedLeading: () => void;
@@ -101,8 +103,14 @@ export class LeaseElector {
     }
   }
 
-  #clock(): Pick<Clock, 'now' | 'monotonic'> {
-    return this.#o.clock ?? SYSTEM_CLOCK;
+  /** Wall time: the Lease's times. */
+  #now(): number {
+    return this.#o.now?.() ?? (this.#o.clock ?? SYSTEM_CLOCK).now();
+  }
+
+  /** Monotonic time: expiry and the renew deadline. */
+  #mono(): number {
+    return (this.#o.clock ?? SYSTEM_CLOCK).monotonic();
   }
 
   #setLeading(v: boolean): void {
@@ -117,22 +125,20 @@ export class LeaseElector {
     if (this.#stopped) return;
     try {
       const ok = await this.#tryAcquireOrRenew();
-      if (ok) this.#lastRenewMs = this.#clock().monotonic();
+      if (ok) this.#lastRenewMs = this.#mono();
       if (this.#stopped) return;
       if (ok) this.#setLeading(true);
       else if (this.#leading) this.#setLeading(false);
     } catch (e) {
       this.#o.onError?.(e);
-      if (this.#leading && this.#clock().monotonic() - this.#lastRenewMs > this.#o.renewDeadlineMs) {
-        this.#setLeading(false);
-      }
+      if (this.#leading && this.#mono() - this.#lastRenewMs > this.#o.renewDeadlineMs) this.#setLeading(false);
     }
     if (!this.#stopped) this.#timer = setTimeout(() => void this.#attempt(), this.#o.retryPeriodMs);
   }
 
   async #tryAcquireOrRenew(): Promise<boolean> {
     const { api, name, namespace, identity } = this.#o;
-    const now = this.#clock().now();
+    const now = this.#now();
     const spec = (acquire: boolean, old?: k8s.V1LeaseSpec): k8s.V1LeaseSpec => ({
       holderIdentity: identity,
       leaseDurationSeconds: this.#o.leaseDurationSec,
@@ -149,7 +155,7 @@ export class LeaseElector {
       await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: spec(true) } });
       return true;
     }
-    const mono = this.#clock().monotonic();
+    const mono = this.#mono();
     const renewTime = lease.spec?.renewTime;
     const record = JSON.stringify([
       lease.spec?.holderIdentity,
