@@ -5,7 +5,6 @@
  * bounded G.3 start-up read of the device-info ConfigMap. Nothing on the kubelet path waits for any of it.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { intervalsOnly } from '../core/clock.js';
 import { statusOf, errorMessage as message } from '../core/errors.js';
 import { readStartupValues, type StartupValues } from '../kube/device-info-publisher.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
@@ -125,8 +124,7 @@ export async function wireApi(
   }
   log.info({ client: kube.client, from: kube.from }, 'Kubernetes API client');
   cleanups.push('kube client', () => kube.close());
-  // the probe's spacing on the monotonic clock (it reads now() for intervals only)
-  const recovery = new ApiRecovery({ ...(kube.probe ? { probe: kube.probe } : {}), clock: intervalsOnly(ctx.clock) });
+  const recovery = new ApiRecovery({ ...(kube.probe ? { probe: kube.probe } : {}), clock: ctx.clock });
   cleanups.push('API recovery probe', () => recovery.close());
   const backoff: BackoffOptions = { recovery };
   let reached = false;

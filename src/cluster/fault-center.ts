@@ -4,7 +4,7 @@
  * the published `cluster-info-device-<m>` ConfigMaps, and the persisted state ConfigMap. Only the leader does work.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { intervalsOnly, SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
@@ -214,8 +214,6 @@ export class FaultCenter {
   readonly #elector: LeaseElector;
   readonly #log: Logger;
   readonly #clock: Clock;
-  /** `#clock` for the write queues and the recovery probe, which read `now()` for their waits only */
-  readonly #queueClock: Clock;
   #term: Term | undefined;
   #termStart: Promise<void> = Promise.resolve();
 
@@ -224,7 +222,6 @@ export class FaultCenter {
     this.#t = { ...DEFAULT_TIMINGS, ...options.timings };
     this.#log = options.logger;
     this.#clock = options.clock ?? SYSTEM_CLOCK;
-    this.#queueClock = intervalsOnly(this.#clock);
     this.metrics = new FaultCenterMetrics(options.registry);
     this.#core = options.kube.core;
     this.#elector = new LeaseElector({
@@ -313,7 +310,7 @@ export class FaultCenter {
         },
       },
     });
-    const recovery = new ApiRecovery({ probe: () => o.kube.probe(PROBE_TIMEOUT_MS), clock: this.#queueClock });
+    const recovery = new ApiRecovery({ probe: () => o.kube.probe(PROBE_TIMEOUT_MS), clock: this.#clock });
     const raw = new RawConfigMapWriter(o.kube.transport);
     const stateIo = apiStateIo(
       this.#core,
@@ -321,7 +318,7 @@ export class FaultCenter {
       { ...o.backoff, recovery },
       (name, e) => this.#log.warn({ err: String(e), configMap: name }, 'state ConfigMap write failed'),
       bodyWriter(raw),
-      this.#queueClock,
+      this.#clock,
     );
     const term: Term = {
       core,
@@ -845,7 +842,7 @@ export class FaultCenter {
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
         q = new ObjectWriteQueue<PreparedConfigMap>({
-          clock: this.#queueClock,
+          clock: this.#clock,
           writer: term.existing.has(i) ? term.raw : createFirst(term.raw),
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),

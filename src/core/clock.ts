@@ -28,20 +28,6 @@ export const SYSTEM_CLOCK: Clock = Object.freeze({
   clearTimeout: (handle: TimerHandle): void => clearTimeout(handle as NodeJS.Timeout),
 });
 
-/**
- * `clock` for a component that reads `now()` for intervals only (the write queues' backoff and retry guards, the
- * list-watch's): its `now()` is `clock.monotonic()`, so a wall-clock step cannot stretch or skip a wait. Domain
- * timestamps must never be read from it.
- */
-export function intervalsOnly(clock: Clock): Clock {
-  return {
-    now: () => clock.monotonic(),
-    monotonic: () => clock.monotonic(),
-    setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
-    clearTimeout: (handle) => clock.clearTimeout(handle),
-  };
-}
-
 /** Resolves after `ms` on `clock`. */
 export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
