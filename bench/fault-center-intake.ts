@@ -68,7 +68,7 @@ function collectAll(): PublicFaultCache {
   const cache = new PublicFaultCache();
   const collector = new PublicFaultCollector({
     cache,
-    now: () => NOW,
+    clock: { monotonic: () => NOW },
     logger: silent,
     metrics: noopPublicFaultMetrics,
     nodeBySerial: () => undefined,

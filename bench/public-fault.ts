@@ -11,6 +11,7 @@
  *   entries of 8 NPUs each; the statistic-fault-info content at the cap; one PubFaultProcessor pass over 1,000
  *   node views of 16 NPUs with 50 entries each.
  */
+import { SYSTEM_CLOCK } from '../src/core/clock.js';
 import type { Logger } from '../src/core/logger.js';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -230,7 +231,7 @@ export async function benchPublicFault(log: (line: string) => void): Promise<Pub
   const cache = new PublicFaultCache();
   const collector = new PublicFaultCollector({
     cache,
-    now: Date.now,
+    clock: SYSTEM_CLOCK,
     logger: silent,
     metrics: noopPublicFaultMetrics,
     nodeBySerial: () => undefined,
@@ -241,7 +242,7 @@ export async function benchPublicFault(log: (line: string) => void): Promise<Pub
   const server = new PublicFaultGrpcServer({
     address: '127.0.0.1:0',
     collect: (m, s) => collector.collect(m, s),
-    now: Date.now,
+    clock: SYSTEM_CLOCK,
     logger: silent,
     metrics: noopPublicFaultMetrics,
     globalBurst: 1e12,

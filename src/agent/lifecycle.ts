@@ -91,7 +91,7 @@ export class CleanupStack {
    * what is left of `budgetMs` (and ends at `hurry`), so a step that hangs cannot hold the exit.
    */
   async undo(budgetMs: number): Promise<void> {
-    const until = Date.now() + budgetMs;
+    const until = performance.now() + budgetMs; // monotonic: a wall-clock step does not move the bound
     for (const c of this.#steps.reverse()) {
       const failed = (err: unknown): void =>
         this.log.warn({ what: c.what, error: errorMessage(err) }, 'clean-up step failed');
@@ -100,7 +100,7 @@ export class CleanupStack {
         if (r instanceof Promise) {
           await withTimeout(
             r.then(() => undefined, failed),
-            Math.max(0, until - Date.now()),
+            Math.max(0, until - performance.now()),
             undefined,
             this.hurry,
           );

@@ -176,8 +176,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         log.info('stopping');
         // One bound for the whole shutdown (a signal → exit within 5 s): each wait gets what is left of it minus a
         // reserve for the steps after it; every step's synchronous part runs even when nothing is left.
-        const until = Date.now() + stopBudgetMs;
-        const left = (reserveMs: number): number => Math.max(0, until - reserveMs - Date.now());
+        // (monotonic: a wall-clock step during the stop neither cuts it short nor lets it overrun the exit)
+        const until = performance.now() + stopBudgetMs;
+        const left = (reserveMs: number): number => Math.max(0, until - reserveMs - performance.now());
         kube.pause();
         // flows stop at their next step; running episodes stay in -stateDir for the next start
         await withTimeout(reset.stop(), left(2000), undefined, deps.hurry);

@@ -124,7 +124,7 @@ export async function wireApi(
   }
   log.info({ client: kube.client, from: kube.from }, 'Kubernetes API client');
   cleanups.push('kube client', () => kube.close());
-  const recovery = new ApiRecovery(kube.probe ? { probe: kube.probe } : {});
+  const recovery = new ApiRecovery({ ...(kube.probe ? { probe: kube.probe } : {}), clock: ctx.clock });
   cleanups.push('API recovery probe', () => recovery.close());
   const backoff: BackoffOptions = { recovery };
   let reached = false;
@@ -143,6 +143,7 @@ export async function wireApi(
     nodeName: config.nodeName,
     podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
     logger: log,
+    clock: ctx.clock, // Event times on its wall clock, the bucket and the retries on its monotonic clock
     backoff, // Events refused in an outage are retried when the API is back
     onRefused: (status) => ctx.metrics.writeRefused('event', status),
   });

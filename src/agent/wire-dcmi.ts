@@ -277,7 +277,8 @@ async function openDcmi(
   }
   if (missing.length > 0) log.warn({ library: lib.path, missing }, 'DCMI library lacks some functions');
   log.info({ library: lib.path, source: lib.source, rejected: lib.rejected }, 'DCMI library');
-  const deadline = Date.now() + flags.deviceResetTimeout * 1000;
+  // a budget on the monotonic clock (issue [T] item 1): a wall-clock step neither ends nor stretches it
+  const deadline = performance.now() + flags.deviceResetTimeout * 1000;
   for (let attempt = 1; ; attempt++) {
     const init = dcmi.init();
     try {
@@ -294,7 +295,7 @@ async function openDcmi(
         );
         throw err;
       }
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) {
         dcmi.close();
         throw new AgentStartError(

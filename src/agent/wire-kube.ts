@@ -179,6 +179,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     nodeName: config.nodeName,
     runMode: hw.runMode,
     logger: log,
+    clock: ctx.clock,
     backoff: api.backoff,
     events,
     view: (now) => labeler.applyToView(deviceInfoViewOf(store.snapshot().chips, viewOptions, now)),

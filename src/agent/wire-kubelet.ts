@@ -204,6 +204,7 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
           listWatchPeriodSec: flags.listWatchPeriod,
           waitTimeoutMs,
           onFatal,
+          monotonic: () => ctx.clock.monotonic(),
           ...(names.active ? { names } : {}),
           ...(softShare ? { softShare } : {}),
           ...(flags.cdiDevicePlugin ? { cdi: true } : {}),

@@ -61,6 +61,7 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     dir: flags.stateDir,
     nodeName: ctx.config.nodeName,
     logger: log,
+    clock: ctx.clock,
     ...(d.events ? { events: d.events } : {}),
   });
   const store = new NodeStateStore({

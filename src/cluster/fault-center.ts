@@ -4,6 +4,7 @@
  * the published `cluster-info-device-<m>` ConfigMaps, and the persisted state ConfigMap. Only the leader does work.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { ReadinessCheck } from '../observability/http-server.js';
 import { statusOf } from '../core/errors.js';
@@ -96,7 +97,13 @@ export interface FaultCenterOptions {
   /** created when this replica starts leading (public faults) */
   readonly extraServices?: () => PublicFaultService[];
   readonly timings?: Partial<FaultCenterTimings>;
-  readonly now?: () => number;
+  /**
+   * Wall clock (`now()`) for the domain times: receive times, `LastSeparateTime`, the windows of §1.4–§1.6,
+   * `UpdateTime`, Lease and Event times. Monotonic clock (`monotonic()`, and the timers) for every spacing, limit
+   * and "nothing written for N" check, so that a step of the wall clock neither holds nor hurries a publish
+   * (issue [T] item 1). Default: the process clock.
+   */
+  readonly clock?: Clock;
   /** Backoff of the ConfigMap write queues (default: the queue's, 0.5 s doubling to 30 s); woken by the term's recovery. */
   readonly backoff?: Omit<BackoffOptions, 'recovery'>;
 }
@@ -171,16 +178,17 @@ interface Term {
   prepared: Map<number, PreparedConfigMap>;
   /** indices of the chunks found at take-over (the others are created by their first write) */
   existing: Set<number>;
-  /** when each chunk was last handed to its queue */
+  /** when each chunk was last handed to its queue (monotonic) */
   chunkSubmitMs: Map<number, number>;
   /** the writer of the chunks and the state objects */
   raw: RawConfigMapWriter;
-  /** when a chunk was last handed to its queue (the §0.3 forced rewrite after 5 s without writes) */
+  /** when a chunk was last handed to its queue (monotonic; the §0.3 forced rewrite after 5 s without writes) */
   lastChunkSubmitMs: number;
+  /** when the last publish ran (monotonic) */
   lastPublishMs: number;
-  publishTimer: NodeJS.Timeout | undefined;
-  /** the pending on-demand cycle and when the last one started */
-  cycleTimer: NodeJS.Timeout | undefined;
+  publishTimer: TimerHandle | undefined;
+  /** the pending on-demand cycle and when the last one started (monotonic) */
+  cycleTimer: TimerHandle | undefined;
   lastOnDemandMs: number;
   state: StateStore;
   stateIo: { close(): void };
@@ -205,6 +213,7 @@ export class FaultCenter {
   readonly #core: ClusterKube['core'];
   readonly #elector: LeaseElector;
   readonly #log: Logger;
+  readonly #clock: Clock;
   #term: Term | undefined;
   #termStart: Promise<void> = Promise.resolve();
 
@@ -212,6 +221,7 @@ export class FaultCenter {
     this.#o = options;
     this.#t = { ...DEFAULT_TIMINGS, ...options.timings };
     this.#log = options.logger;
+    this.#clock = options.clock ?? SYSTEM_CLOCK;
     this.metrics = new FaultCenterMetrics(options.registry);
     this.#core = options.kube.core;
     this.#elector = new LeaseElector({
@@ -222,7 +232,7 @@ export class FaultCenter {
       leaseDurationSec: this.#t.leaseDurationSec,
       renewDeadlineMs: this.#t.leaseRenewDeadlineMs,
       retryPeriodMs: this.#t.leaseRetryPeriodMs,
-      now: options.now,
+      clock: this.#clock,
       onStartedLeading: () => {
         this.#log.info({ identity: options.identity, lease: options.leaseName }, 'started leading');
         this.metrics.leader.set(1);
@@ -239,8 +249,14 @@ export class FaultCenter {
     });
   }
 
+  /** Wall time: domain timestamps only. */
   #now(): number {
-    return (this.#o.now ?? Date.now)();
+    return this.#clock.now();
+  }
+
+  /** Monotonic time: every spacing, limit and timeout. */
+  #mono(): number {
+    return this.#clock.monotonic();
   }
 
   /** Whether this replica leads and has read its inputs. */
@@ -294,7 +310,7 @@ export class FaultCenter {
         },
       },
     });
-    const recovery = new ApiRecovery({ probe: () => o.kube.probe(PROBE_TIMEOUT_MS) });
+    const recovery = new ApiRecovery({ probe: () => o.kube.probe(PROBE_TIMEOUT_MS), clock: this.#clock });
     const raw = new RawConfigMapWriter(o.kube.transport);
     const stateIo = apiStateIo(
       this.#core,
@@ -302,6 +318,7 @@ export class FaultCenter {
       { ...o.backoff, recovery },
       (name, e) => this.#log.warn({ err: String(e), configMap: name }, 'state ConfigMap write failed'),
       bodyWriter(raw),
+      this.#clock,
     );
     const term: Term = {
       core,
@@ -317,11 +334,11 @@ export class FaultCenter {
       chunkSubmitMs: new Map(),
       existing: new Set(),
       raw,
-      lastChunkSubmitMs: 0,
-      lastPublishMs: 0,
+      lastChunkSubmitMs: -Infinity,
+      lastPublishMs: -Infinity,
       publishTimer: undefined,
       cycleTimer: undefined,
-      lastOnDemandMs: 0,
+      lastOnDemandMs: -Infinity,
       state: new StateStore({
         leaseName: o.leaseName,
         namespace: o.leaseNamespace,
@@ -378,7 +395,7 @@ export class FaultCenter {
       term.holding = true;
       const publishNow = (below?: number) => {
         if (term.publishTimer === undefined) return;
-        clearTimeout(term.publishTimer);
+        this.#clock.clearTimeout(term.publishTimer);
         term.publishTimer = undefined;
         this.#publish(term, false, below);
       };
@@ -411,7 +428,7 @@ export class FaultCenter {
       every(this.#t.cycleMs, () => this.#cycle(term, true));
       every(this.#t.releaseTickMs, () => this.#releaseTick(term));
       every(Math.min(1000, this.#t.publishForceMs), () => {
-        if (this.#now() - term.lastChunkSubmitMs >= this.#t.publishForceMs) this.#publish(term, true);
+        if (this.#mono() - term.lastChunkSubmitMs >= this.#t.publishForceMs) this.#publish(term, true);
       });
     } catch (e) {
       this.#log.error({ err: String(e) }, 'leader start-up failed; stepping down');
@@ -426,8 +443,8 @@ export class FaultCenter {
     this.#term = undefined;
     term.stopped = true;
     for (const t of term.timers) clearInterval(t);
-    clearTimeout(term.cycleTimer);
-    clearTimeout(term.publishTimer);
+    if (term.cycleTimer !== undefined) this.#clock.clearTimeout(term.cycleTimer);
+    if (term.publishTimer !== undefined) this.#clock.clearTimeout(term.publishTimer);
     for (const u of term.unsubscribe) u();
     for (const i of term.informers) i.stop();
     await Promise.all(term.services.map((s) => s.stop().catch(() => undefined)));
@@ -682,14 +699,13 @@ export class FaultCenter {
   #requestCycle(term: Term): void {
     if (term.stopped || !term.synced || term.cycleTimer !== undefined) return;
     if (term.holding) return;
-    const now = this.#now();
+    const now = this.#mono();
     const delay = Math.max(this.#t.onDemandDelayMs, term.lastOnDemandMs + this.#t.onDemandMinIntervalMs - now);
-    term.cycleTimer = setTimeout(() => {
+    term.cycleTimer = this.#clock.setTimeout(() => {
       term.cycleTimer = undefined;
-      term.lastOnDemandMs = this.#now();
+      term.lastOnDemandMs = this.#mono();
       this.#cycle(term, false);
     }, delay);
-    term.cycleTimer.unref();
   }
 
   /**
@@ -773,16 +789,18 @@ export class FaultCenter {
     }
   }
 
-  /** §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs` (or at `atMs`). */
+  /**
+   * §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs` (or at `atMs`, monotonic).
+   * Monotonic: on the wall clock a step back armed this timer for the size of the step (issue [T] item 1).
+   */
   #requestPublish(term: Term, atMs?: number): void {
     if (term.stopped || term.publishTimer !== undefined) return;
-    const now = this.#now();
-    const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? 0) - now);
-    term.publishTimer = setTimeout(() => {
+    const now = this.#mono();
+    const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? -Infinity) - now);
+    term.publishTimer = this.#clock.setTimeout(() => {
       term.publishTimer = undefined;
       this.#publish(term, false);
     }, delay);
-    term.publishTimer.unref();
   }
 
   /**
@@ -792,7 +810,7 @@ export class FaultCenter {
    */
   #publish(term: Term, force: boolean, below?: number): void {
     if (term.stopped) return;
-    const now = this.#now();
+    const now = this.#mono();
     term.lastPublishMs = now;
     const dirty = term.chunks.takeDirty(below);
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
@@ -824,6 +842,7 @@ export class FaultCenter {
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
         q = new ObjectWriteQueue<PreparedConfigMap>({
+          clock: this.#clock,
           writer: term.existing.has(i) ? term.raw : createFirst(term.raw),
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),

@@ -4,13 +4,18 @@
  * has not renewed for `leaseDurationSeconds`.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { SYSTEM_CLOCK, type Clock } from '../core/clock.js';
 import type { LeaseApi } from '../kube/kube-client.js';
 import { MicroTime } from '../core/kube-time.js';
 
 /** The Lease fields the decision reads. */
 export interface LeaseView {
   holder: string | undefined;
-  /** ms of the last renewal (or acquisition) */
+  /**
+   * When this replica saw the Lease's record last change, on its monotonic clock (client-go's `observedTime`): a
+   * holder's `renewTime` comes from another machine's wall clock, and a step of either clock must not expire a
+   * live Lease nor keep a dead one (issue [T] item 1)
+   */
   renewMs: number | undefined;
   durationSec: number;
 }
@@ -38,7 +43,10 @@ export interface LeaseElectorOptions {
   readonly retryPeriodMs: number;
   /** ms without a successful renewal after which the leader steps down */
   readonly renewDeadlineMs: number;
+  /** Wall clock of the Lease's `acquireTime`/`renewTime` (default: `clock.now`). */
   readonly now?: () => number;
+  /** Monotonic clock of the expiry and the renew deadline, and the default wall clock (default: the process's). */
+  readonly clock?: Pick<Clock, 'now' | 'monotonic'>;
   readonly onStartedLeading: () => void;
   readonly onStoppedLeading: () => void;
   readonly onError?: (e: unknown) => void;
@@ -60,7 +68,10 @@ export class LeaseElector {
   readonly #o: LeaseElectorOptions;
   #timer: NodeJS.Timeout | undefined;
   #leading = false;
+  /** monotonic */
   #lastRenewMs = 0;
+  /** the Lease's record as last read, and when it last changed (monotonic) */
+  #observed: { record: string; atMs: number } | undefined;
   #stopped = true;
   #transitions = 0;
 
@@ -92,8 +103,14 @@ export class LeaseElector {
     }
   }
 
+  /** Wall time: the Lease's times. */
   #now(): number {
-    return (this.#o.now ?? Date.now)();
+    return this.#o.now?.() ?? (this.#o.clock ?? SYSTEM_CLOCK).now();
+  }
+
+  /** Monotonic time: expiry and the renew deadline. */
+  #mono(): number {
+    return (this.#o.clock ?? SYSTEM_CLOCK).monotonic();
   }
 
   #setLeading(v: boolean): void {
@@ -108,13 +125,13 @@ export class LeaseElector {
     if (this.#stopped) return;
     try {
       const ok = await this.#tryAcquireOrRenew();
-      if (ok) this.#lastRenewMs = this.#now();
+      if (ok) this.#lastRenewMs = this.#mono();
       if (this.#stopped) return;
       if (ok) this.#setLeading(true);
       else if (this.#leading) this.#setLeading(false);
     } catch (e) {
       this.#o.onError?.(e);
-      if (this.#leading && this.#now() - this.#lastRenewMs > this.#o.renewDeadlineMs) this.#setLeading(false);
+      if (this.#leading && this.#mono() - this.#lastRenewMs > this.#o.renewDeadlineMs) this.#setLeading(false);
     }
     if (!this.#stopped) this.#timer = setTimeout(() => void this.#attempt(), this.#o.retryPeriodMs);
   }
@@ -138,12 +155,20 @@ export class LeaseElector {
       await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: spec(true) } });
       return true;
     }
+    const mono = this.#mono();
+    const renewTime = lease.spec?.renewTime;
+    const record = JSON.stringify([
+      lease.spec?.holderIdentity,
+      renewTime === undefined || renewTime === null ? null : new Date(renewTime).getTime(),
+      lease.spec?.leaseTransitions,
+    ]);
+    if (this.#observed?.record !== record) this.#observed = { record, atMs: mono };
     const view: LeaseView = {
       holder: lease.spec?.holderIdentity,
-      renewMs: lease.spec?.renewTime !== undefined ? new Date(lease.spec.renewTime).getTime() : undefined,
+      renewMs: this.#observed.atMs,
       durationSec: lease.spec?.leaseDurationSeconds ?? this.#o.leaseDurationSec,
     };
-    const d = decideLease(view, identity, now);
+    const d = decideLease(view, identity, mono);
     if (d === 'standby') return false;
     try {
       await api.replaceNamespacedLease({

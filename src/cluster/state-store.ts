@@ -13,7 +13,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import { errorMessage, statusOf } from '../core/errors.js';
 import { configMapWriter, type ConfigMapBody } from '../kube/configmap-writer.js';
-import { ObjectWriteQueue, type BackoffOptions, type ObjectWriter } from '../kube/write-queue.js';
+import { ObjectWriteQueue, type BackoffOptions, type ObjectWriter, type QueueClock } from '../kube/write-queue.js';
 import {
   decodeHead,
   decodePart,
@@ -424,6 +424,8 @@ export function apiStateIo(
   backoff: BackoffOptions,
   onError: (name: string, e: unknown) => void,
   writer: ObjectWriter<ConfigMapBody> = configMapWriter(api),
+  /** timers and waits of the queues (default: the process clock); `now()` is read for intervals only */
+  clock?: QueueClock,
 ): StateIo & { close(): void } {
   const queues = new Map<
     string,
@@ -439,6 +441,7 @@ export function apiStateIo(
         resolve?.(ok);
       };
       const queue = new ObjectWriteQueue<ConfigMapBody>({
+        ...(clock ? { clock } : {}),
         writer,
         backoff,
         onWritten: (body) => settle(body, true),

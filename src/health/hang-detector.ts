@@ -258,10 +258,10 @@ export class HangDetector {
     if (this.#stopped) return;
     this.#tickTimer = this.#o.clock.setTimeout(() => {
       this.#tickTimer = undefined;
-      const begin = this.#o.clock.now();
+      const begin = this.#o.clock.monotonic(); // the tick's period, not a domain time
       void this.runOnce()
         .catch((err: unknown) => this.#log.error({ err }, 'hang detection tick failed'))
-        .then(() => this.#schedule(Math.max(0, this.#intervalMs - (this.#o.clock.now() - begin))));
+        .then(() => this.#schedule(Math.max(0, this.#intervalMs - (this.#o.clock.monotonic() - begin))));
     }, ms);
   }
 

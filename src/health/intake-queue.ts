@@ -3,7 +3,7 @@
  * batches for the store out.
  *
  * - Recovery hold (D.4): a recovery waits `recoveryDelayMs` (1 s, upstream) before it is queued. Recoveries that
- *   arrive in the same clock millisecond share one timer, so a storm does not arm one timer per event.
+ *   arrive in the same monotonic millisecond share one timer, so a storm does not arm one timer per event.
  * - Live codes (D.6): when it releases held recoveries, the queue reads the chip's DCMI code list (`liveCodes`, once
  *   per chip per release) and attaches it to each chip-scope recovery. The engine ignores a recovery of a code DCMI
  *   still lists; this way it learns that from the event and never calls the hardware, and the store cycle that
@@ -41,7 +41,7 @@ export interface IntakeQueueOptions {
   readonly coalesceWindowMs?: number;
 }
 
-/** Recoveries held since one clock millisecond, released together. */
+/** Recoveries held since one monotonic millisecond, released together. */
 interface HoldGroup {
   readonly at: number;
   readonly events: FaultEvent[];
@@ -66,7 +66,7 @@ export class IntakeQueue {
   readonly #timers = new Set<TimerHandle>();
   #queue: FaultEvent[] = [];
   #flushScheduled = false;
-  /** Clock time at which the last batch was handed to the sink (-Infinity: none yet), and its size. */
+  /** Monotonic time at which the last batch was handed to the sink (-Infinity: none yet), and its size. */
   #lastFlush = -Infinity;
   #lastBatch = 0;
 
@@ -91,7 +91,9 @@ export class IntakeQueue {
     const held = this.#held.get(event.logicId) ?? new Map<FaultCode, number>();
     this.#held.set(event.logicId, held);
     held.set(event.code, (held.get(event.code) ?? 0) + 1);
-    const now = this.#o.clock.now();
+    // a group is the recoveries of one millisecond, held together (monotonic: a frozen wall clock made every later
+    // recovery join the first group and leave early with it)
+    const now = Math.floor(this.#o.clock.monotonic());
     let group = this.#newest;
     if (group?.at !== now) {
       const g: HoldGroup = (group = { at: now, events: [] });
@@ -152,9 +154,9 @@ export class IntakeQueue {
     this.#queue.push(ev);
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
-    // at most one window, even when the wall clock stepped back since the last batch
+    // the window is a gap on the monotonic clock (issue [T] item 1), bounded by one window all the same
     const wait =
-      this.#lastBatch > 1 ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.now()) : 0;
+      this.#lastBatch > 1 ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.monotonic()) : 0;
     if (wait > 0) this.#after(wait, () => this.#flush());
     else setImmediate(() => this.#flush());
   }
@@ -165,7 +167,7 @@ export class IntakeQueue {
     const batch = this.#queue;
     this.#queue = [];
     if (batch.length > 0) this.#o.sink(batch);
-    this.#lastFlush = this.#o.clock.now(); // after the cycle and its listeners: the window is a gap between cycles
+    this.#lastFlush = this.#o.clock.monotonic(); // after the cycle and its listeners: a gap between cycles
     this.#lastBatch = batch.length;
   }
 

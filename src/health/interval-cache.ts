@@ -7,7 +7,7 @@ import type { Clock } from '../core/clock.js';
 export class IntervalCache<K, V> {
   readonly #clock: Clock;
   readonly #intervalMs: number;
-  /** Last real answer per key, with the clock time it was asked at. */
+  /** Last real answer per key, with the monotonic time it was asked at (a wall step must not renew or age it). */
   readonly #cache = new Map<K, { at: number; value: V }>();
 
   constructor(clock: Clock, intervalMs: number) {
@@ -22,7 +22,7 @@ export class IntervalCache<K, V> {
    */
   async get(key: K, cachedOnly: boolean, fetch: () => Promise<V>): Promise<V | undefined> {
     const cached = this.#cache.get(key);
-    const now = this.#clock.now();
+    const now = this.#clock.monotonic();
     if (cachedOnly || (cached && now - cached.at < this.#intervalMs)) return cached?.value;
     const value = await fetch();
     this.#cache.set(key, { at: now, value });

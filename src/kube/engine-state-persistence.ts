@@ -101,6 +101,7 @@ export interface PersistenceStats {
 export interface SaveSchedulerOptions {
   /** One save of the latest state: synchronous, or a promise (then no other save starts before it settles). */
   readonly run: () => Promise<void> | void;
+  /** Its monotonic clock and timers pace the saves (issue [T] item 1); default: the process clock. */
   readonly clock?: Clock;
   /** Sustained rate: one save per this many ms (default {@link SAVE_MIN_INTERVAL_MS}). */
   readonly minIntervalMs?: number;
@@ -117,7 +118,7 @@ export class SaveScheduler {
   readonly #run: () => Promise<void> | void;
   readonly #clock: Clock;
   readonly #minInterval: number;
-  /** Time by which the pending save should start; undefined when none is pending. */
+  /** Monotonic time by which the pending save should start; undefined when none is pending. */
   #due: number | undefined;
   #timer: TimerHandle | undefined;
   #timerAt = Infinity;
@@ -161,7 +162,7 @@ export class SaveScheduler {
 
   /** Asks for a save within `delayMs` (0: at once, or right after the save in flight). */
   request(delayMs: number): void {
-    const due = this.#clock.now() + Math.max(0, delayMs);
+    const due = this.#clock.monotonic() + Math.max(0, delayMs);
     this.#due = Math.min(this.#due ?? Infinity, due);
     this.#arm();
   }
@@ -183,7 +184,7 @@ export class SaveScheduler {
 
   #arm(): void {
     if (this.#due === undefined || this.#current !== undefined) return; // the save in flight re-arms when done
-    const now = this.#clock.now();
+    const now = this.#clock.monotonic();
     const tokens = this.#refill(now);
     const at = Math.max(this.#due, tokens >= 1 ? now : now + Math.ceil((1 - tokens) * this.#minInterval));
     if (at <= now) {
@@ -203,7 +204,7 @@ export class SaveScheduler {
   #start(): void {
     this.#clearTimer();
     this.#due = undefined;
-    this.#refill(this.#clock.now());
+    this.#refill(this.#clock.monotonic());
     this.#tokens = Math.max(0, this.#tokens - 1); // flush() may start without a token
     this.#started++;
     let r: Promise<void> | void;

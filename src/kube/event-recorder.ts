@@ -1,7 +1,7 @@
 /**
  * Kubernetes Events of the agent (spec K): fault occurrence/recovery/notice (K.1), upgrade-reason release (K.2), and
  * beyond upstream escalations, separations, operator releases and rejected input. All of them go through one
- * `bottleneck` token bucket (upstream: 10 per minute, burst 10). Upstream drops what the bucket refuses; here a
+ * token bucket on the monotonic clock (event-limiter.ts; upstream: 10 per minute, burst 10). Upstream drops what the bucket refuses; here a
  * refused Event is counted into a summary, and one summary Event per free token says what was left out, so
  * nothing is lost without a trace.
  *
@@ -18,18 +18,12 @@
  * dropped.
  */
 import type * as k8s from '@kubernetes/client-node';
-import Bottleneck from 'bottleneck';
+import { SYSTEM_CLOCK, type Clock } from '../core/clock.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { statusOf } from '../core/errors.js';
 import { MicroTime, WholeSecondTime } from '../core/kube-time.js';
-import {
-  backoffDelay,
-  isOutageStatus,
-  RetryTimer,
-  systemQueueClock,
-  type BackoffOptions,
-  type QueueClock,
-} from './write-queue.js';
+import { EventLimiter, EventLimitRefused } from './event-limiter.js';
+import { backoffDelay, isOutageStatus, RetryTimer, type BackoffOptions } from './write-queue.js';
 
 import type { AgentEvent } from '../core/agent-event.js';
 
@@ -71,12 +65,13 @@ export interface KubeEventRecorderOptions {
   readonly burst?: number;
   /** Default 60 000 ms (upstream: 10 per minute). */
   readonly intervalMs?: number;
+  /** Wall clock of the Events' times and names (default: `clock.now`). */
   readonly now?: () => number;
   readonly logger?: Logger;
   /** Samples named in a summary message (default 10). */
   readonly summarySamples?: number;
-  /** Timers of the retries (default: the process clock). */
-  readonly clock?: QueueClock;
+  /** The bucket and the retries run on its monotonic clock and timers (default: the process clock). */
+  readonly clock?: Clock;
   /** Backoff of the retries; its `recovery` wakes them when the API server is back (the agent's shared signal). */
   readonly backoff?: BackoffOptions;
   readonly random?: () => number;
@@ -113,7 +108,7 @@ export function localTimeText(ms: number): string {
 /** Creates Events through one rate limiter. */
 export class KubeEventRecorder implements EventSink {
   readonly #o: KubeEventRecorderOptions;
-  readonly #limiter: Bottleneck;
+  readonly #limiter: EventLimiter;
   readonly #now: () => number;
   readonly #log: Logger;
   #seq = 0;
@@ -149,23 +144,17 @@ export class KubeEventRecorder implements EventSink {
 
   constructor(options: KubeEventRecorderOptions) {
     this.#o = options;
-    this.#now = options.now ?? Date.now;
+    const clock = options.clock ?? SYSTEM_CLOCK;
+    this.#now = options.now ?? (() => clock.now());
     this.#log = options.logger ?? NOOP_LOGGER;
-    this.#retry = new RetryTimer(options.clock ?? systemQueueClock, options.backoff?.recovery);
+    this.#retry = new RetryTimer(clock, options.backoff?.recovery);
     const per = options.perInterval ?? 10;
     const burst = options.burst ?? per;
     this.#maxWaiting = burst + 1;
     this.#tokenMs = Math.max(1, Math.round((options.intervalMs ?? 60_000) / per));
-    this.#limiter = new Bottleneck({
-      reservoir: burst,
-      reservoirIncreaseAmount: 1,
-      reservoirIncreaseInterval: this.#tokenMs,
-      reservoirIncreaseMaximum: burst,
-      // One job may wait for the next token (the pending summary, or the Event that found the bucket empty);
-      // anything beyond is refused at once, as upstream's bucket does, and counted into the summary.
-      highWater: 1,
-      strategy: Bottleneck.strategy.OVERFLOW,
-    });
+    // One job may wait for the next token (the pending summary, or the Event that found the bucket empty);
+    // anything beyond is refused at once, as upstream's bucket does, and counted into the summary.
+    this.#limiter = new EventLimiter({ clock, burst, tokenMs: this.#tokenMs, maxWaiting: 1 });
   }
 
   /** A copy of the counters. */
@@ -176,10 +165,8 @@ export class KubeEventRecorder implements EventSink {
   /** Offers an Event to the limiter; returns at once. */
   record(event: AgentEvent): void {
     if (this.#closed) return;
-    // Bottleneck admits jobs one at a time behind an unbounded internal lock (one timer turn each) and applies
-    // highWater only after it: under a fault storm that lock held every Event with its promises and closures
-    // (RSS without bound). At most `burst` jobs can take a token and one more may wait; beyond that the limiter
-    // would refuse the Event anyway, so it is refused here at once.
+    // At most `burst` jobs can take a token and one more may wait; beyond that the limiter would refuse the Event
+    // anyway, so it is refused here at once, without a promise and closures per Event of a fault storm.
     if (this.#waiting >= this.#maxWaiting) {
       this.#limited(event);
       this.#maybeSummarise();
@@ -200,7 +187,7 @@ export class KubeEventRecorder implements EventSink {
       })
       .catch((e: unknown) => {
         leave();
-        if (e instanceof Bottleneck.BottleneckError) this.#limited(event);
+        if (e instanceof EventLimitRefused) this.#limited(event);
         else this.#log.error({ error: String(e) }, 'event recorder failed');
       })
       .finally(() => this.#maybeSummarise());
@@ -208,14 +195,14 @@ export class KubeEventRecorder implements EventSink {
 
   /** Resolves when nothing waits for a token or is being created. */
   async whenIdle(): Promise<void> {
-    while (this.#limiter.counts().QUEUED + this.#limiter.counts().RUNNING + this.#limiter.counts().EXECUTING > 0) {
+    while (this.#limiter.counts().waiting + this.#limiter.counts().running > 0) {
       await new Promise((r) => setTimeout(r, 2));
     }
   }
 
-  /** Stops: waiting Events are dropped and counted in the log. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Stops: waiting Events are dropped and counted in the log (resolved at once; a promise for the callers). */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
     this.#closed = true;
     this.#retry.cancel();
     if (this.#droppedTotal > 0)
@@ -226,8 +213,8 @@ export class KubeEventRecorder implements EventSink {
       this.#log.warn({ notCreated: Object.fromEntries(reasons) }, 'events still waiting for a retry at shutdown');
       this.#retained = [];
     }
-    await this.#limiter.stop({ dropWaitingJobs: true }).catch(() => undefined);
-    await this.#limiter.disconnect(); // clears the reservoir timer
+    this.#limiter.stop(); // waiting jobs are refused; the token timer is cleared
+    return Promise.resolve();
   }
 
   /** Keeps an Event for a retry (bounded: the oldest is dropped first, counted, logged once per outage). */
@@ -278,7 +265,7 @@ export class KubeEventRecorder implements EventSink {
       })
       .catch((e: unknown) => {
         // the limiter's one waiting place is taken: try again when the next token is due
-        if (e instanceof Bottleneck.BottleneckError) refused = true;
+        if (e instanceof EventLimitRefused) refused = true;
         else this.#log.error({ error: String(e) }, 'event retry failed');
       })
       .finally(() => {
@@ -332,7 +319,7 @@ export class KubeEventRecorder implements EventSink {
         });
       })
       .catch((e: unknown) => {
-        if (e instanceof Bottleneck.BottleneckError) refused = true;
+        if (e instanceof EventLimitRefused) refused = true;
         else this.#log.error({ error: String(e) }, 'summary failed');
       })
       .finally(() => {

@@ -240,8 +240,8 @@ export interface KubeClientOptions {
   /** Largest watch line accepted (default 16 MiB); a longer one ends the watch with an error. */
   readonly maxLineBytes?: number;
   readonly userAgent?: string;
-  /** Clock of the token-file refresh (tests). */
-  readonly now?: () => number;
+  /** Monotonic clock of the token-file refresh (tests; default `performance.now`, issue [T] item 1). */
+  readonly monotonic?: () => number;
 }
 
 const NON_QUERY = new Set(['name', 'namespace', 'body']);
@@ -256,7 +256,7 @@ export class KubeClient implements AgentCoreApi {
   readonly #maxBody: number;
   readonly #maxLine: number;
   readonly #userAgent: string;
-  readonly #now: () => number;
+  readonly #mono: () => number;
   #token: { value: string; readAt: number } | undefined;
 
   constructor(access: KubeAccess, options: KubeClientOptions = {}) {
@@ -280,7 +280,7 @@ export class KubeClient implements AgentCoreApi {
     this.#maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024;
     this.#maxLine = options.maxLineBytes ?? 16 * 1024 * 1024;
     this.#userAgent = options.userAgent ?? 'ascend-npu-agent';
-    this.#now = options.now ?? Date.now;
+    this.#mono = options.monotonic ?? (() => performance.now());
   }
 
   /** client-node's `Watch.watch` over this client (bound, so it can be handed around). */
@@ -481,7 +481,7 @@ export class KubeClient implements AgentCoreApi {
   #bearer(): string | undefined {
     const file = this.#access.tokenFile;
     if (file === undefined) return this.#access.token;
-    const now = this.#now();
+    const now = this.#mono();
     if (this.#token === undefined || now - this.#token.readAt > TOKEN_FILE_TTL_MS) {
       try {
         this.#token = { value: fs.readFileSync(file, 'utf8').trim(), readAt: now };

@@ -23,6 +23,7 @@ export interface DeviceInfoSnapshot {
 
 /** What was last written successfully, and when. */
 export interface WrittenSnapshot extends DeviceInfoSnapshot {
+  /** On the monotonic clock, as every time of this rule (issue [T] item 1): the rule only measures intervals. */
   readonly writtenAtMs: number;
 }
 
@@ -41,7 +42,7 @@ export interface WritePolicyTiming {
   readonly heartbeatMs?: number;
 }
 
-/** Decides whether `next` is written at `nowMs` (spec H.4). */
+/** Decides whether `next` is written at `nowMs` (monotonic, spec H.4). */
 export function decideWrite(
   last: WrittenSnapshot | undefined,
   next: DeviceInfoSnapshot,

@@ -75,7 +75,11 @@ export interface DevicePluginManagerOptions {
   readonly failedResendMs?: number;
   /** Called when the failed sends reach the fatal threshold (upstream sends itself SIGTERM). */
   readonly onFatal?: (reason: string) => void;
-  readonly now?: () => number;
+  /**
+   * Monotonic ms of the kubelet wait, the time since the last registration and the C.1 resends (default
+   * `performance.now`; a wall-clock step must not end a wait nor delay a resend, issue [T] item 1).
+   */
+  readonly monotonic?: () => number;
   /** Owner accepted besides root for the kubelet directory and kubelet.sock (default: this process's uid). */
   readonly ownUid?: number;
   /** Public-name customisation (spec L.6) of every server; identity by default. */
@@ -121,7 +125,7 @@ export class DevicePluginManager extends EventEmitter {
   readonly kubeletSocket: string;
   readonly #opts: DevicePluginManagerOptions;
   readonly #logger: Logger;
-  readonly #now: () => number;
+  readonly #mono: () => number;
   readonly #backoff: Backoff;
   readonly #proto: DevicePluginPackage;
   readonly #needsRegister = new Set<DevicePluginServer>();
@@ -145,7 +149,7 @@ export class DevicePluginManager extends EventEmitter {
     super();
     this.#opts = opts;
     this.#logger = opts.logger ?? NOOP_LOGGER;
-    this.#now = opts.now ?? Date.now;
+    this.#mono = opts.monotonic ?? (() => performance.now());
     this.#backoff = new Backoff(opts.backoffInitialMs ?? 50, opts.backoffMaxMs ?? 5000);
     this.kubeletSocket = path.join(opts.kubeletDir, KUBELET_SOCKET);
     checkSocketPath(this.kubeletSocket);
@@ -173,7 +177,7 @@ export class DevicePluginManager extends EventEmitter {
             ...(opts.cdi ? { cdi: true } : {}),
             ...(opts.periodicResendMs === undefined ? {} : { periodicResendMs: opts.periodicResendMs }),
             ...(opts.failedResendMs === undefined ? {} : { failedResendMs: opts.failedResendMs }),
-            now: this.#now,
+            monotonic: this.#mono,
           },
           {
             source: opts.source,
@@ -202,7 +206,7 @@ export class DevicePluginManager extends EventEmitter {
   }
 
   /** Milliseconds since the last successful Register, or undefined when there was none (metrics, readiness). */
-  sinceLastRegistrationMs(now = this.#now()): number | undefined {
+  sinceLastRegistrationMs(now = this.#mono()): number | undefined {
     return this.#lastRegistration === undefined ? undefined : now - this.#lastRegistration;
   }
 
@@ -226,7 +230,7 @@ export class DevicePluginManager extends EventEmitter {
     if (this.#started) throw new Error('already started');
     this.#started = true;
     const timeoutMs = this.#opts.waitTimeoutMs ?? 300_000;
-    const deadline = this.#now() + timeoutMs;
+    const deadline = this.#mono() + timeoutMs;
     await this.#waitForDirectory(deadline, timeoutMs, signal);
     checkKubeletPathOwner(this.#opts.kubeletDir, this.#ownUid());
     for (const s of this.servers) {
@@ -272,7 +276,7 @@ export class DevicePluginManager extends EventEmitter {
     while (!isDirectory(dir)) {
       if (signal?.aborted) throw new KubeletStartAbortedError(what);
       if (this.#stopped) throw new Error('stopped while waiting for the kubelet directory');
-      if (this.#now() >= deadline) throw new KubeletWaitTimeoutError(what, timeoutMs);
+      if (this.#mono() >= deadline) throw new KubeletWaitTimeoutError(what, timeoutMs);
       this.#reportWaiting(what);
       await pause(this.#opts.dirPollMs ?? 1000, signal);
     }
@@ -293,7 +297,7 @@ export class DevicePluginManager extends EventEmitter {
       const onAbort = (): void => finish(new KubeletStartAbortedError(what));
       const timer = setTimeout(
         () => finish(new KubeletWaitTimeoutError(what, timeoutMs)),
-        Math.max(0, deadline - this.#now()),
+        Math.max(0, deadline - this.#mono()),
       );
       if (signal?.aborted) {
         onAbort();
@@ -444,7 +448,7 @@ export class DevicePluginManager extends EventEmitter {
       try {
         await this.#register(s);
         this.#needsRegister.delete(s);
-        this.#lastRegistration = this.#now();
+        this.#lastRegistration = this.#mono();
         this.#logger.info({ deviceType: s.deviceType, resource: s.resourceName, reasons }, 'registered with kubelet');
         const ev: RegisteredEvent = {
           deviceType: s.deviceType,
@@ -473,6 +477,7 @@ export class DevicePluginManager extends EventEmitter {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     const client = new this.#proto.Registration(`unix://${this.kubeletSocket}`, grpc.credentials.createInsecure());
+    // grpc-js takes a wall-clock deadline and turns it into a timer at once: a step later does not move it
     const deadline = Date.now() + (this.#opts.registerTimeoutMs ?? 5000);
     return new Promise<void>((resolve, reject) => {
       client.Register(

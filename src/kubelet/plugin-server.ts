@@ -49,7 +49,8 @@ export interface PluginServerOptions extends AllocatorOptions {
   readonly failedResendMs?: number;
   /** How long one stream write may take before it counts as failed (default 5 s). */
   readonly sendTimeoutMs?: number;
-  readonly now?: () => number;
+  /** Monotonic ms of the C.1 periodic resend (default `performance.now`, issue [T] item 1). */
+  readonly monotonic?: () => number;
   /**
    * Public-name customisation (spec L.6): the resource registered and the IDs streamed are public, the IDs kubelet
    * sends back (Allocate, GetPreferredAllocation) are mapped to inner names first. Identity by default.
@@ -85,7 +86,7 @@ export class DevicePluginServer {
   readonly #dynamic: DynamicVnpu | undefined;
   readonly #logger: Logger;
   readonly #events: PluginServerEvents;
-  readonly #now: () => number;
+  readonly #mono: () => number;
   readonly #proto: DevicePluginPackage;
   readonly #streams = new Set<Stream>();
   #server: grpc.Server | undefined;
@@ -115,7 +116,7 @@ export class DevicePluginServer {
     this.#source = deps.source;
     this.#logger = deps.logger ?? NOOP_LOGGER;
     this.#events = deps.events ?? {};
-    this.#now = opts.now ?? Date.now;
+    this.#mono = opts.monotonic ?? (() => performance.now());
     this.#proto = deps.proto ?? loadDevicePluginProto();
     this.#dynamic = deps.dynamic;
     this.#allocator = new Allocator(opts, {
@@ -219,7 +220,7 @@ export class DevicePluginServer {
    * Spec C.1 periodic resend, called every `-listWatchPeriod`: resend when the last send failed and the last
    * notify is older than 1 min, or when it is older than 1 h.
    */
-  periodicCheck(now = this.#now()): void {
+  periodicCheck(now = this.#mono()): void {
     const age = now - this.#lastNotify;
     const failedDue = this.#lastSendFailed && age >= (this.#opts.failedResendMs ?? 60_000);
     if (failedDue || age >= (this.#opts.periodicResendMs ?? 3_600_000)) this.#broadcast(this.advertised(), true);
@@ -239,7 +240,7 @@ export class DevicePluginServer {
     const key = wireKey(list);
     if (!force && key === this.#lastKey) return;
     this.#lastKey = key;
-    this.#lastNotify = this.#now();
+    this.#lastNotify = this.#mono();
     if (this.#streams.size === 0) return;
     const message: ListAndWatchResponse = { devices: toWire(list, this.#names.name) };
     void Promise.all([...this.#streams].map((s) => this.#send(s, message))).then((results) =>
@@ -329,7 +330,7 @@ export class DevicePluginServer {
     call.on('error', () => undefined);
     const list = this.advertised();
     this.#lastKey = wireKey(list);
-    this.#lastNotify = this.#now();
+    this.#lastNotify = this.#mono();
     void this.#send(stream, { devices: toWire(list, this.#names.name) }).then((ok) => this.#recordReport(ok));
   }
 

@@ -88,6 +88,7 @@ export class PodResourcesClient {
       'grpc.max_receive_message_length': this.#maxReceive,
     });
     return new Promise<T>((resolve, reject) => {
+      // a wall-clock deadline (grpc-js's form), turned into a timer as the call starts at once (issue [T] item 1)
       invoke(client, Date.now() + this.#timeoutMs, (err, value) => {
         client.close();
         if (err) reject(err);

@@ -345,7 +345,10 @@ export class SoftShareFiles {
   readonly #o: SoftShareFilesOptions;
   /** `<phy>_<vnpu>` key → entry, as on disk. */
   readonly #entries = new Map<string, SoftShareEntry>();
-  /** `<phy>_<vnpu>` key → when this process wrote it, until the pod cache has shown its pod (see {@link FRESH_MS}). */
+  /**
+   * `<phy>_<vnpu>` key → when this process wrote it (monotonic ms), until the pod cache has shown its pod (see
+   * {@link FRESH_MS}).
+   */
   readonly #unseen = new Map<string, number>();
 
   constructor(o: SoftShareFilesOptions) {
@@ -488,7 +491,7 @@ export class SoftShareFiles {
       );
     }
     this.#entries.set(key, entry);
-    this.#unseen.set(key, Date.now());
+    this.#unseen.set(key, performance.now());
     this.#o.logger.info(
       { pod: `${pod.namespace}/${pod.name}`, job, phyId: chip.phyId, vnpuId, aicore: req.aicoreQuota },
       'soft share: vNPU written',
@@ -503,9 +506,9 @@ export class SoftShareFiles {
   /**
    * Removes the vNPUs whose pod (by uid) is not in `livePods`, then every job folder left without a vNPU (spec L.7:
    * the folder goes with the job's last pod), and leftovers no owner record explains (a crash before the owner was
-   * written, an unreadable record, temp files). Returns the keys of the removed vNPUs.
+   * written, an unreadable record, temp files). Returns the keys of the removed vNPUs. `nowMs` is monotonic.
    */
-  reconcile(livePods: ReadonlySet<string>, nowMs = Date.now()): string[] {
+  reconcile(livePods: ReadonlySet<string>, nowMs = performance.now()): string[] {
     const removed: string[] = [];
     for (const [key, e] of [...this.#entries]) {
       if (livePods.has(e.uid)) {

@@ -229,6 +229,8 @@ export class ContainerdClient {
   containers(namespace: string, want?: (id: string) => boolean): Promise<ContainerRecord[]> {
     return new Promise((resolve, reject) => {
       const out: ContainerRecord[] = [];
+      // grpc-js takes deadlines as wall-clock times and turns them into a timer when the call starts (here, at
+      // once): a wall-clock step afterwards does not move them (issue [T] item 1)
       const call = (this.#clients.containers as unknown as StreamMethod).ListStream(
         { filters: [] },
         this.#metadata(namespace),

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
+import { SYSTEM_CLOCK } from '../../src/core/clock.js';
 import { FaultCenter, type FaultCenterOptions, type FaultCenterTimings } from '../../src/cluster/fault-center.js';
 import { CONFIGMAPS, KubeApiStandIn, VOLCANO_PODGROUPS, PODS, CORE_EVENTS, LEASES } from '../../src/sim/kube-api.js';
 import { centerKube, deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
@@ -61,7 +62,7 @@ function center(
       startupRetryMs: 50,
       ...opts.timings,
     },
-    now,
+    clock: { ...SYSTEM_CLOCK, now },
   });
   centers.push(c);
   c.start();

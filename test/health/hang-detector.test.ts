@@ -294,6 +294,33 @@ describe('D.9 hang detection: raising and recovering', () => {
     expect(r.clock.pending()).toBe(0);
   });
 
+  test('issue [T] item 1: a step of the wall clock back 1 h during a tick leaves the next tick one period later', async () => {
+    const r = rig();
+    busyChip0(r);
+    let stepped = false;
+    const roce = r.fakes.roceStats;
+    r.detector = new HangDetector({
+      dcmi: r.fakes.dcmi,
+      chips: [{ logicId: 0, phyId: 0, cardId: 0, deviceId: 0 }],
+      config: DEFAULT_HANG_DETECTION_CONFIG,
+      sink: (batch) => r.events.push(...batch),
+      clock: r.clock,
+      roceStats: (phyId) => {
+        if (!stepped) r.clock.stepWall(-3_600_000); // an NTP correction while the tick reads the counters
+        stepped = true;
+        return roce(phyId);
+      },
+      procStat: r.fakes.procStat,
+      clockTicksPerSecond: HZ,
+    });
+    current = r;
+    r.detector.start();
+    await r.tick(1);
+    expect([stepped, r.detector.stats().ticks]).toEqual([true, 1]);
+    await r.tick(1);
+    expect(r.detector.stats().ticks).toBe(2);
+  });
+
   test('a sink that throws is logged, the detector keeps running', async () => {
     const r = rig({
       sink: () => {

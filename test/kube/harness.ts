@@ -19,9 +19,15 @@ export const SEP = 0x80e18402; // SeparateNPU
 export const NODE = 'node-a';
 export const CM = 'mindx-dl-deviceinfo-node-a';
 
-/** A manual clock whose timers fire on {@link FakeClock.advance}. */
+/**
+ * A manual clock whose timers fire on {@link FakeClock.advance}. Wall and monotonic time move together until a test
+ * steps or freezes the wall clock ({@link stepWall}, {@link freezeWall}: issue [T] item 1); timers are due on
+ * monotonic time.
+ */
 export class FakeClock implements QueueClock {
   #now: number;
+  #wallOffset = 0;
+  #frozenWall: number | undefined;
   #timers = new Map<number, { at: number; fn: () => void }>();
   #id = 0;
 
@@ -30,11 +36,26 @@ export class FakeClock implements QueueClock {
   }
 
   now(): number {
-    return this.#now;
+    return this.#frozenWall ?? this.#now + this.#wallOffset;
   }
-  /** Wall and monotonic time move together here. */
   monotonic(): number {
     return this.#now;
+  }
+
+  /** Steps the wall clock alone by `ms` (negative: back), as an NTP correction or a resumed VM does. */
+  stepWall(ms: number): void {
+    if (this.#frozenWall !== undefined) this.#frozenWall += ms;
+    else this.#wallOffset += ms;
+  }
+
+  /** Stops the wall clock where it is (true) or lets it run on from there (false); monotonic time goes on. */
+  freezeWall(frozen = true): void {
+    if (frozen) {
+      this.#frozenWall ??= this.now();
+    } else if (this.#frozenWall !== undefined) {
+      this.#wallOffset = this.#frozenWall - this.#now;
+      this.#frozenWall = undefined;
+    }
   }
 
   setTimeout(fn: () => void, ms: number): number {

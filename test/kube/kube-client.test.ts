@@ -454,7 +454,7 @@ describe('kubeconfig and in-cluster', () => {
     expect((plain as { access: KubeAccess }).access.server).toBe('http://127.0.0.1:8080');
     // token rotation against the stand-in
     let now = 0;
-    const c = new KubeClient({ ...s.access, server: api.url }, { now: () => now });
+    const c = new KubeClient({ ...s.access, server: api.url }, { monotonic: () => now });
     api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: 'n' } });
     await c.readNode({ name: 'n' });
     fs.writeFileSync(path.join(tmp, 'token'), 'rotated');

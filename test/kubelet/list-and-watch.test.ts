@@ -53,7 +53,7 @@ describe('C.1 ListAndWatch', () => {
 
   test('C.1 periodic resend: the unchanged list is sent again once the last notify is 1 h old', async () => {
     let now = 0;
-    h = await startHarness({ manager: { now: () => now } });
+    h = await startHarness({ manager: { monotonic: () => now } });
     await h.sim.waitForRegistration(R);
     const server = h.manager.servers[0]!;
     const before = h.sim.updates.length;

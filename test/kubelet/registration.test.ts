@@ -77,7 +77,7 @@ describe('A.5 registration', () => {
 
   test('A.5 sinceLastRegistrationMs reports the time since the last successful Register', async () => {
     let now = 1_000_000;
-    h = await startHarness({ manager: { now: () => now } });
+    h = await startHarness({ manager: { monotonic: () => now } });
     await h.sim.waitForRegistration(R);
     expect(h.manager.lastRegistration).toBe(1_000_000);
     now += 2500;

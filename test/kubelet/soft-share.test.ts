@@ -159,7 +159,7 @@ describe('L.7 files on disk', () => {
     files.allocate(pod({ uid: 'a' }), 'job1', req(10), chip);
     files.allocate(pod({ uid: 'b', name: 'p-1' }), 'job1', req(10), chip);
     files.allocate(pod({ uid: 'c', name: 'p-2' }), 'job2', req(10), chip);
-    expect(files.reconcile(new Set(['a', 'c']), Date.now() + FRESH_MS)).toEqual(['1_1']);
+    expect(files.reconcile(new Set(['a', 'c']), performance.now() + FRESH_MS)).toEqual(['1_1']);
     files.allocate(pod({ uid: 'd', name: 'p-3' }), 'job3', req(10), chip);
     expect(fs.existsSync(path.join(dir, 'enpu', 'default.job3', '1_1', 'npu_info.config'))).toBe(true);
   });
@@ -222,7 +222,7 @@ describe('L.7 files on disk', () => {
   test('a fresh vNPU whose pod the cache has not shown yet is kept (the pick may list pods live, ahead of it)', () => {
     files.allocate(pod({ uid: 'a' }), 'job1', req(10), chip);
     expect(files.reconcile(new Set())).toEqual([]);
-    expect(files.reconcile(new Set(), Date.now() + FRESH_MS)).toEqual(['1_0']);
+    expect(files.reconcile(new Set(), performance.now() + FRESH_MS)).toEqual(['1_0']);
   });
 
   test('L.7 crash leftovers without an owner record (a folder, a temp file, a broken record) are removed', () => {

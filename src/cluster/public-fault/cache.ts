@@ -1,6 +1,7 @@
 /**
- * The public-fault store (spec cluster-faults.md §2.7, §2.8), pure and clock-free: every call gets "now" in Unix
- * seconds. Entries are keyed by node and `resource + faultId`; `occur` inserts (never updates), `recover` and
+ * The public-fault store (spec cluster-faults.md §2.7, §2.8), pure and clock-free: every call gets "now" in seconds
+ * of the monotonic clock (its times only measure intervals: the 5 s a fault stays visible, the delete queue; none is
+ * published, so a step of the wall clock cannot shorten or stretch them, issue [T] item 1). Entries are keyed by node and `resource + faultId`; `occur` inserts (never updates), `recover` and
  * `once` schedule deletes on a FIFO queue that {@link PublicFaultCache.expire} works off, and no insert happens at
  * or above the cap.
  */

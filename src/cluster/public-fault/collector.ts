@@ -3,6 +3,7 @@
  * (a refused or invalid request still costs a token), then validation (§2.5), then one cache operation per (fault ×
  * influence) (§2.7). Answers with the codes of §2.6; every rejection is logged and counted by reason.
  */
+import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
 import { faultKey, type PublicFaultCache } from './cache.js';
 import { EMPTY_PUBLIC_FAULT_CONFIG, type PublicFaultConfig } from './config.js';
@@ -30,8 +31,8 @@ export interface CollectResult {
 /** Options of a collector. */
 export interface PublicFaultCollectorOptions {
   cache: PublicFaultCache;
-  /** ms */
-  now: () => number;
+  /** monotonic: the sender buckets and the store's times (intervals only) */
+  clock: Pick<Clock, 'monotonic'>;
   logger: Logger;
   metrics: PublicFaultMetrics;
   /** node name by `product-serial-number` (§2.5) */
@@ -57,7 +58,7 @@ export class PublicFaultCollector {
     this.#config = options.config ?? EMPTY_PUBLIC_FAULT_CONFIG;
     this.#limiter = new SenderLimiter(
       this.#config.senders,
-      options.now,
+      () => options.clock.monotonic(),
       options.senderBurst ?? 100,
       options.senderRatePerSec ?? 1,
     );
@@ -124,7 +125,7 @@ export class PublicFaultCollector {
         reason: result.reason,
       });
     }
-    const nowS = Math.floor(this.#o.now() / 1000);
+    const nowS = Math.floor(this.#o.clock.monotonic() / 1000);
     let capped = 0;
     for (const { fault, level, targets } of result.faults) {
       const key = faultKey(msg.resource, fault.faultId);

@@ -12,6 +12,7 @@
  * arrived within {@link DEFAULT_RECEIVE_TIMEOUT_MS} of its headers is ended (`DEADLINE_EXCEEDED`): a client cannot
  * hold a slot or a stream open.
  */
+import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
@@ -73,8 +74,8 @@ export interface PublicFaultGrpcServerOptions {
   /** `:8899`, `host:port`, `[::]:port` or `unix:///abs/path` (port 0 picks a free port) */
   address: string;
   collect(msg: PublicFaultMessage | null, source: 'grpc'): CollectResult;
-  /** ms */
-  now: () => number;
+  /** monotonic: the global bucket */
+  clock: Pick<Clock, 'monotonic'>;
   logger: Logger;
   metrics: PublicFaultMetrics;
   /** global limit (§2.4): default 1000/s, burst 1000 */
@@ -103,7 +104,9 @@ export class PublicFaultGrpcServer {
 
   constructor(options: PublicFaultGrpcServerOptions) {
     this.#o = options;
-    this.#global = new TokenBucket(options.globalBurst ?? 1000, options.globalRatePerSec ?? 1000, options.now);
+    this.#global = new TokenBucket(options.globalBurst ?? 1000, options.globalRatePerSec ?? 1000, () =>
+      options.clock.monotonic(),
+    );
     this.#gate = new ReceiveGate(
       options.receiveSlots ?? DEFAULT_RECEIVE_SLOTS,
       options.maxWaiting ?? DEFAULT_MAX_WAITING,

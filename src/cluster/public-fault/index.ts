@@ -3,6 +3,7 @@
  * hot reload, Node serial numbers, persistence, the ConfigMap entry point, the gRPC entry point, the delete-queue
  * timer, and the processor the center runs first in its chain (§2.9).
  */
+import { SYSTEM_CLOCK, type Clock, type TimerHandle } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
 import type { ClusterKube } from '../kube.js';
 import type { Registry } from 'prom-client';
@@ -31,8 +32,11 @@ export interface PublicFaultServiceOptions {
   stateNamespace: string;
   logger: Logger;
   registry: Registry;
-  /** ms; default `Date.now` */
-  now?: () => number;
+  /**
+   * Default: the process clock. Wall time for Event times only; the buckets, the store's times and the delete queue
+   * run on its monotonic clock (issue [T] item 1).
+   */
+  clock?: Clock;
   /** tuning for tests (defaults are upstream's) */
   cap?: number;
   statisticsIntervalMs?: number;
@@ -56,7 +60,7 @@ export interface PublicFaultService {
 
 /** Builds the service; nothing runs before {@link PublicFaultService.start}. */
 export function createPublicFaultService(options: PublicFaultServiceOptions): PublicFaultService {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? SYSTEM_CLOCK;
   const { logger } = options;
   const cache = new PublicFaultCache(options.cap !== undefined ? { cap: options.cap } : {});
   const metrics = createPublicFaultMetrics(options.registry, () => cache.size);
@@ -64,7 +68,7 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
   const nodes = new NodeSerialWatcher(options.kube, logger);
   const collector = new PublicFaultCollector({
     cache,
-    now,
+    clock,
     logger,
     metrics,
     nodeBySerial: (sn) => nodes.serials.nodeBySerial(sn),
@@ -81,11 +85,11 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
     cache,
     logger,
     metrics,
-    now,
+    clock,
     ...(options.statisticsIntervalMs !== undefined ? { minIntervalMs: options.statisticsIntervalMs } : {}),
   });
 
-  let expiryTimer: NodeJS.Timeout | undefined;
+  let expiryTimer: TimerHandle | undefined;
   let running = false;
   let seenVersion = cache.version;
 
@@ -103,20 +107,23 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
   };
 
   // §2.7 delete queue: a timer for the head of the queue instead of upstream's 500 ms poll
-  const scheduleExpiry = (): void => {
-    clearTimeout(expiryTimer);
+  const stopExpiry = (): void => {
+    if (expiryTimer !== undefined) clock.clearTimeout(expiryTimer);
     expiryTimer = undefined;
+  };
+  const scheduleExpiry = (): void => {
+    stopExpiry();
     const at = cache.nextDeleteAt();
     if (!running || at === undefined) return;
-    expiryTimer = setTimeout(
+    expiryTimer = clock.setTimeout(
       () => {
-        cache.expire(Math.floor(now() / 1000));
+        expiryTimer = undefined;
+        cache.expire(Math.floor(clock.monotonic() / 1000));
         changed();
         scheduleExpiry();
       },
-      Math.max(0, at * 1000 - now()),
+      Math.max(0, at * 1000 - clock.monotonic()),
     );
-    expiryTimer.unref();
   };
 
   const collect: PublicFaultCollector['collect'] = (msg, source, origin) => {
@@ -133,7 +140,7 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
     metrics,
     ...(options.maxConfigMapValueBytes !== undefined ? { maxValueBytes: options.maxConfigMapValueBytes } : {}),
   });
-  const grpcServer = new PublicFaultGrpcServer({ address: options.grpcAddress, collect, now, logger, metrics });
+  const grpcServer = new PublicFaultGrpcServer({ address: options.grpcAddress, collect, clock, logger, metrics });
   let boundAddress: string | undefined;
 
   return {
@@ -165,7 +172,7 @@ export function createPublicFaultService(options: PublicFaultServiceOptions): Pu
     },
     async stop() {
       running = false;
-      clearTimeout(expiryTimer);
+      stopExpiry();
       configSource.stop();
       await grpcServer.stop();
       await configMaps.stop();

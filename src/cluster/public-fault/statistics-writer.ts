@@ -4,6 +4,7 @@
  * pause (upstream waits for the next change); a corrupt stored value is logged, reported as a Kubernetes Event and
  * ignored — the center starts empty and keeps serving.
  */
+import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../../core/logger.js';
 import type * as k8s from '@kubernetes/client-node';
 import type { ClusterKube } from '../kube.js';
@@ -28,8 +29,8 @@ export interface StatisticsWriterOptions {
   cache: PublicFaultCache;
   logger: Logger;
   metrics: PublicFaultMetrics;
-  /** ms */
-  now: () => number;
+  /** wall: the Event's times; monotonic: the restored entries' `addTime` (the store's time) */
+  clock: Pick<Clock, 'now' | 'monotonic'>;
   /** pause after each write (§2.10: 1 s) */
   minIntervalMs?: number;
 }
@@ -166,7 +167,7 @@ export class StatisticsWriter {
       return empty;
     }
     try {
-      const r = restoreStatistics(value, cache, Math.floor(this.#o.now() / 1000));
+      const r = restoreStatistics(value, cache, Math.floor(this.#o.clock.monotonic() / 1000));
       metrics.persistence('restore', 'ok');
       for (const p of r.problems) logger.warn({ configMap: `${namespace}/${STATISTICS_NAME}` }, p);
       logger.info(
@@ -188,7 +189,7 @@ export class StatisticsWriter {
 
   async #event(message: string): Promise<void> {
     const { namespace, logger } = this.#o;
-    const now = new WholeSecondTime(this.#o.now()); // metav1.Time: whole seconds, as the server stores it
+    const now = new WholeSecondTime(this.#o.clock.now()); // metav1.Time: whole seconds, as the server stores it
     try {
       await this.#core.createNamespacedEvent({
         namespace,

@@ -1,5 +1,6 @@
 /**
- * A token bucket on an injected clock: the per-sender limiter of public faults (spec cluster-faults.md §2.4: burst
+ * A token bucket on an injected monotonic clock (issue [T] item 1: fed the wall clock, a bucket refilled only
+ * while that clock moved forward, nothing for an hour after a step back): the per-sender limiter of public faults (spec cluster-faults.md §2.4: burst
  * 100, 1 token/s, starting full) and the global gRPC request limit (1000/s, burst 1000).
  */
 
@@ -11,7 +12,7 @@ export class TokenBucket {
   #tokens: number;
   #lastMs: number;
 
-  /** `now` returns milliseconds (any monotonic or wall clock). */
+  /** `now` returns monotonic milliseconds (`clock.monotonic`). */
   constructor(capacity: number, ratePerSec: number, now: () => number) {
     if (!(capacity > 0) || !(ratePerSec >= 0)) throw new RangeError(`bad token bucket ${capacity}/${ratePerSec}`);
     this.capacity = capacity;
@@ -58,6 +59,7 @@ export class SenderLimiter {
   readonly #capacity: number;
   readonly #ratePerSec: number;
 
+  /** `now` returns monotonic milliseconds (`clock.monotonic`). */
   constructor(senders: readonly string[], now: () => number, capacity = 100, ratePerSec = 1) {
     this.#now = now;
     this.#capacity = capacity;

@@ -63,6 +63,6 @@ export interface PublicFaultRecord {
   readonly faultTime: number;
   /** always `occur` once stored (§2.7) */
   readonly assertion: 'occur';
-  /** s: when the entry was inserted */
+  /** s of the monotonic clock: when the entry was inserted (an interval's start, never published) */
   readonly addTime: number;
 }

@@ -17,7 +17,7 @@ function setup(cap?: number) {
   };
   const collector = new PublicFaultCollector({
     cache,
-    now: clock.now,
+    clock: { monotonic: clock.now },
     logger,
     metrics,
     nodeBySerial: () => undefined,

@@ -85,7 +85,7 @@ async function start(address: string, tuning: ServerTuning = {}): Promise<Harnes
   const logger = recordingLogger();
   const collector = new PublicFaultCollector({
     cache,
-    now: clock.now,
+    clock: { monotonic: clock.now },
     logger,
     metrics: noopPublicFaultMetrics,
     nodeBySerial: () => undefined,
@@ -98,7 +98,7 @@ async function start(address: string, tuning: ServerTuning = {}): Promise<Harnes
       if (m !== null) seen.push(m);
       return collector.collect(m, s);
     },
-    now: clock.now,
+    clock: { monotonic: clock.now },
     logger,
     metrics: noopPublicFaultMetrics,
     ...tuning,

@@ -298,7 +298,7 @@ describe('§2.3 a configuration reload', () => {
     let now = T0_MS;
     const collector = new PublicFaultCollector({
       cache,
-      now: () => now,
+      clock: { monotonic: () => now },
       logger: recordingLogger(),
       metrics: noopPublicFaultMetrics,
       nodeBySerial: () => undefined,

@@ -146,7 +146,7 @@ describe('§2.10 persistence through the API server', () => {
       cache,
       logger,
       metrics: noopPublicFaultMetrics,
-      now: () => T0_MS,
+      clock: { now: () => T0_MS, monotonic: () => T0_MS },
       minIntervalMs: 1,
     });
   }
