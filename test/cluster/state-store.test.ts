@@ -78,6 +78,12 @@ function records(n: number, bytes: number, salt = 0): Map<string, string> {
   );
 }
 
+/** Waits until `cond` holds (at most 10 s: a loaded machine runs the store's background write late), instead of a fixed sleep. */
+async function until(cond: () => boolean): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (!cond() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 async function commit(s: StateStore, changes: Map<string, string | null>, seq = 1): Promise<void> {
   s.update(changes, seq);
   await s.flush();
@@ -125,8 +131,9 @@ describe('issue [O] item 2: persisted state in ConfigMaps below 1 MiB', () => {
     await commit(s, first);
     const firstSet = decodeHead(io.objects.get(headName('afc'))!.data![STATE_KEY]!);
     io.refuse.add(headName('afc'));
+    const writesBefore = io.writes.length;
     s.update(records(3000, 300, 7), 1); // every record changed: a new base, then the refused head
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => io.writes.slice(writesBefore).some((w) => w.name === headName('afc')));
     s.close();
     const loaded = await store(io).load();
     expect([
@@ -183,7 +190,7 @@ describe('issue [O] item 2: persisted state in ConfigMaps below 1 MiB', () => {
     errors.length = 0;
     const s = store(io, { partRawTargetBytes: 64 * 1024, partMaxStoredBytes: 16 * 1024, headMaxBytes: 16 * 1024 });
     s.update(records(2000, 200), 1);
-    await new Promise((r) => setTimeout(r, 200));
+    await until(() => errors.some((e) => e.includes('exceeds 8 parts')));
     s.close();
     expect([io.objects.has(headName('afc')), errors.some((e) => e.includes('exceeds 8 parts'))]).toEqual([false, true]);
   });
