@@ -65,6 +65,7 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
       ...(effectiveShareCount(hw.kind, flags.shareDevCount) > 1 ? { shareMode: true } : {}),
       ...(names.active ? { publicName: names.name, podKey: names.podKey } : {}),
       logger: log,
+      onRefused: (status) => ctx.metrics.writeRefused('pod', status),
     }),
     pods: cache,
     resourceName: publicResource,

@@ -11,7 +11,7 @@ import { KubeEventRecorder } from '../kube/event-recorder.js';
 import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
 import type { WatchFn } from '../kube/list-watch.js';
 import { ApiRecovery, type BackoffOptions } from '../kube/write-queue.js';
-import type { AgentBase, Env } from './context.js';
+import type { AgentContext, Env } from './context.js';
 import { AgentStartError, EXIT } from './errors.js';
 import { untilAborted, withTimeout } from './lifecycle.js';
 import { observeCalls } from './observe-calls.js';
@@ -93,7 +93,7 @@ export async function loadKube(flag: string, env: Env): Promise<KubeBackend | un
  * the shared client, recovery and Event recorder; registers their clean-ups.
  */
 export async function wireApi(
-  ctx: AgentBase,
+  ctx: AgentContext,
   kubeConfig: k8s.KubeConfig | null | undefined,
 ): Promise<ApiLayer | undefined> {
   const { config, log, cleanups } = ctx;
@@ -126,6 +126,7 @@ export async function wireApi(
     podName: config.podName ?? `ascend-npu-agent-${config.nodeName}`,
     logger: log,
     backoff, // Events refused in an outage are retried when the API is back
+    onRefused: (status) => ctx.metrics.writeRefused('event', status),
   });
   cleanups.push('events', () => withTimeout(events.close(), 2000, undefined));
   return {

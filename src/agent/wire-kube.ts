@@ -14,12 +14,11 @@ import { deviceInfoViewOf } from '../kube/device-info-view.js';
 import { carriesSwitchInfo, EMPTY_SWITCH_INFO_CFG, switchInfoOf } from '../kube/device-info-switch.js';
 import { SwitchCodeConfigMapOverlay } from '../kube/device-info-switch-codes.js';
 import { removeObsoleteResource } from '../kube/node-capacity.js';
-import { NodeLabeler, NodeSetupError, type BaseDeviceInfo } from '../kube/node-labeler.js';
+import { NodeLabeler, type BaseDeviceInfo } from '../kube/node-labeler.js';
 import type { RankChip } from '../kube/pod-annotator.js';
 import type { RestoreResult } from '../state/restore.js';
 import type { NodeState, NodeStateStore } from '../state/store.js';
 import type { AgentContext } from './context.js';
-import { AgentStartError } from './errors.js';
 import { untilAborted, withTimeout } from './lifecycle.js';
 import { nodeLabelFactsOf, readChipAddresses } from './node-facts.js';
 import { observeCalls } from './observe-calls.js';
@@ -37,7 +36,10 @@ export interface KubeLayer {
   onPodAnnotated(listener: (namespace: string, name: string) => void): void;
   /** The publisher's watch and first write, in the background (bounded). */
   start(): void;
-  /** Spec A.2 step 5.7: the Node's labels and annotations; failing after its tries is fatal (exit 1). */
+  /**
+   * Spec A.2 step 5.7: the Node's labels and annotations. Not fatal (issue [R] item 1): still refused after its
+   * tries, or no answer within the bound, the labeler goes on retrying in the background and start-up goes on.
+   */
   setUpNode(): Promise<void>;
   /** Every `-listWatchPeriod`: the Recover labels, pod annotations, queue gauges. */
   startPeriodic(): void;
@@ -123,6 +125,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     watch: api.watch,
     logger: log,
     backoff: api.backoff,
+    onRefused: (status) => metrics.writeRefused('node', status),
   });
   ctx.cleanups.push('node labeler', () => labeler.stop());
   const annotator = wireAnnotator(ctx, { ...d, api, rankChips: () => rankChips });
@@ -220,27 +223,17 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     setUpNode: async () => {
       const bound = 3 * ctx.apiTimeoutMs + 3000;
       let timer: NodeJS.Timeout | undefined;
-      try {
-        await untilAborted(
-          Promise.race([
-            labeler.start(),
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(
-                () =>
-                  reject(
-                    new NodeSetupError(`node ${config.nodeName}: no answer from the API server within ${bound} ms`, 0),
-                  ),
-                bound,
-              );
-            }),
-          ]),
-          ctx.signal,
-        );
-      } catch (err) {
-        if (err instanceof NodeSetupError) throw new AgentStartError(err.message, err.exitStatus, { cause: err });
-        throw err;
-      } finally {
-        clearTimeout(timer);
+      const written = await untilAborted(
+        Promise.race([
+          labeler.start(),
+          new Promise<false>((resolve) => {
+            timer = setTimeout(() => resolve(false), bound);
+          }),
+        ]),
+        ctx.signal,
+      ).finally(() => clearTimeout(timer));
+      if (!written && !labeler.stats.setUp) {
+        log.warn({ node: config.nodeName, boundMs: bound }, 'starting without the node labels and annotations');
       }
       labeler.startRefresher();
       // spec A.2 step 8: A5 drops the 910 resource a former plugin left in the node's capacity

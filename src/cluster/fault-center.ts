@@ -36,6 +36,7 @@ import {
   type PreparedConfigMap,
 } from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
+import { WholeSecondTime } from '../core/kube-time.js';
 
 /** The public-fault service contract (implemented in src/cluster/public-fault/). */
 export interface PublicFaultService {
@@ -438,7 +439,7 @@ export class FaultCenter {
   }
 
   async #event(reason: string, message: string, name: string, namespace: string): Promise<void> {
-    const now = new Date(this.#now());
+    const now = new WholeSecondTime(this.#now()); // metav1.Time: whole seconds, as the server stores it
     try {
       await this.#core.createNamespacedEvent({
         namespace,

@@ -5,6 +5,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { LeaseApi } from '../kube/kube-client.js';
+import { MicroTime } from '../core/kube-time.js';
 
 /** The Lease fields the decision reads. */
 export interface LeaseView {
@@ -46,6 +47,12 @@ export interface LeaseElectorOptions {
 function status(e: unknown): number | undefined {
   const c = (e as { code?: unknown } | null)?.code;
   return typeof c === 'number' ? c : undefined;
+}
+
+/** A Lease time as read (a string from the project's client, a `Date` from client-node); `fallback` if unreadable. */
+function timeMs(t: Date | string, fallback: number): number {
+  const ms = new Date(t).getTime();
+  return Number.isNaN(ms) ? fallback : ms;
 }
 
 /** The elector loop. */
@@ -118,8 +125,9 @@ export class LeaseElector {
     const spec = (acquire: boolean, old?: k8s.V1LeaseSpec): k8s.V1LeaseSpec => ({
       holderIdentity: identity,
       leaseDurationSeconds: this.#o.leaseDurationSec,
-      acquireTime: acquire ? new Date(now) : (old?.acquireTime ?? new Date(now)),
-      renewTime: new Date(now),
+      // MicroTimes: six fractional digits, or the API server refuses the Lease with 400 (issue [R] item 1)
+      acquireTime: new MicroTime(acquire || old?.acquireTime === undefined ? now : timeMs(old.acquireTime, now)),
+      renewTime: new MicroTime(now),
       leaseTransitions: (old?.leaseTransitions ?? 0) + (acquire && old !== undefined ? 1 : 0),
     });
     let lease: k8s.V1Lease;
@@ -157,7 +165,18 @@ export class LeaseElector {
     await api.replaceNamespacedLease({
       name,
       namespace,
-      body: { ...lease, spec: { ...lease.spec, holderIdentity: '', renewTime: undefined } },
+      body: {
+        ...lease,
+        spec: {
+          ...lease.spec,
+          holderIdentity: '',
+          renewTime: undefined,
+          // as read, but a client-node `Date` would go back with three digits: six, as every MicroTime
+          ...(lease.spec.acquireTime !== undefined
+            ? { acquireTime: new MicroTime(timeMs(lease.spec.acquireTime, this.#now())) }
+            : {}),
+        },
+      },
     });
   }
 }

@@ -8,13 +8,20 @@
  * An Event the API server could not take because it was not answering (network error, 5xx) or throttling (429) is
  * kept for a retry (issue 12): at most {@link DEFAULT_MAX_RETAINED} of them (K.1's queue capacity), the oldest
  * dropped first, counted and logged once per outage. They are retried one at a time through the same token bucket,
- * after a backoff or as soon as the agent's {@link ApiRecovery} sees the API server back. A 4xx other than 429 is
- * an answer about the Event itself: logged once and not retried.
+ * after a backoff or as soon as the agent's {@link ApiRecovery} sees the API server back.
+ *
+ * An Event the API server refused — 403 from RBAC or an admission policy, 422, 404 (namespace missing), a webhook
+ * that is down (5xx) — is kept for a retry too (issue [R] item 1, defect 4: a refusal can end when an operator fixes
+ * the policy), counted in `refused` and reported to `onRefused` (the agent's /metrics), logged once per streak;
+ * it goes to the back of the retry queue, so one Event refused for ever cannot hold the others back. Only a request
+ * the server cannot decode or take whatever happens (400, 413, 415; 409 after the second name) is logged and
+ * dropped.
  */
 import type * as k8s from '@kubernetes/client-node';
 import Bottleneck from 'bottleneck';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { statusOf } from '../core/errors.js';
+import { MicroTime, WholeSecondTime } from '../core/kube-time.js';
 import {
   backoffDelay,
   isOutageStatus,
@@ -47,6 +54,8 @@ export interface EventRecorderStats {
   retaining: number;
   /** Events dropped from the retry queue (oldest first) because it was full. */
   retryDropped: number;
+  /** Create calls refused (403, 422, 404, …) or unanswered; each is retried. */
+  refused: number;
 }
 
 /** Options of a {@link KubeEventRecorder}. */
@@ -73,6 +82,8 @@ export interface KubeEventRecorderOptions {
   readonly random?: () => number;
   /** Events kept for a retry at most (default {@link DEFAULT_MAX_RETAINED}). */
   readonly maxRetained?: number;
+  /** Called for every refused or unanswered create (`status` undefined: no answer), for the metrics. */
+  readonly onRefused?: (status: number | undefined) => void;
 }
 
 /** Events kept for a retry while the API server does not answer (spec K.1: the event queue holds 100). */
@@ -80,8 +91,11 @@ export const DEFAULT_MAX_RETAINED = 100;
 /** Characters of an API error quoted in a log line. */
 const LOGGED_ERROR_CHARS = 300;
 
-/** What one create attempt came to. */
-type Outcome = 'created' | 'retry' | 'rejected';
+/** What one create attempt came to: `retry` in an outage or throttled, `refused` by the server (kept too). */
+type Outcome = 'created' | 'retry' | 'refused' | 'rejected';
+
+/** Statuses that say the request itself can never be taken (malformed, too large, wrong type): not retried. */
+const NOT_RETRIED: ReadonlySet<number> = new Set([400, 409, 413, 415]);
 
 /** Component name upstream reports (K.1). */
 export const EVENT_COMPONENT = 'device-plugin';
@@ -120,6 +134,7 @@ export class KubeEventRecorder implements EventSink {
   /** The outage's drop (or failure) was logged: one line each until the retry queue is empty again. */
   #dropLogged = false;
   #failureLogged = false;
+  #refusalLogged = false;
   readonly #tokenMs: number;
   readonly #stats: EventRecorderStats = {
     created: 0,
@@ -129,6 +144,7 @@ export class KubeEventRecorder implements EventSink {
     retried: 0,
     retaining: 0,
     retryDropped: 0,
+    refused: 0,
   };
 
   constructor(options: KubeEventRecorderOptions) {
@@ -179,7 +195,8 @@ export class KubeEventRecorder implements EventSink {
     this.#limiter
       .schedule(async () => {
         leave();
-        if ((await this.#create(event)) === 'retry') this.#retain(event);
+        const outcome = await this.#create(event);
+        if (outcome === 'retry' || outcome === 'refused') this.#retain(event);
       })
       .catch((e: unknown) => {
         leave();
@@ -249,9 +266,10 @@ export class KubeEventRecorder implements EventSink {
         const event = this.#retained.shift();
         if (event === undefined) return;
         const outcome = await this.#create(event);
-        if (outcome === 'retry') {
+        if (outcome === 'retry' || outcome === 'refused') {
           this.#retryFailures++;
-          this.#retain(event, true);
+          // an outage keeps the order; a refused Event goes to the back (it may be refused for ever)
+          this.#retain(event, outcome === 'retry');
           return;
         }
         this.#retryFailures = 0;
@@ -266,11 +284,12 @@ export class KubeEventRecorder implements EventSink {
       .finally(() => {
         this.#draining = false;
         if (this.#retained.length === 0) {
-          if (this.#dropLogged || this.#failureLogged) {
+          if (this.#dropLogged || this.#failureLogged || this.#refusalLogged) {
             this.#log.info({ retried: this.#stats.retried }, 'events kept during the outage created');
           }
           this.#dropLogged = false;
           this.#failureLogged = false;
+          this.#refusalLogged = false;
         } else if (refused) {
           if (!this.#closed && !this.#retry.armed) this.#retry.arm(this.#tokenMs, () => this.#drain(), false);
         } else if (this.#retryFailures === 0) {
@@ -309,7 +328,7 @@ export class KubeEventRecorder implements EventSink {
         this.#stats.summaries++;
         const summary: AgentEvent = { type: 'Warning', reason: 'EventsRateLimited', message };
         return this.#create(summary).then((outcome) => {
-          if (outcome === 'retry') this.#retain(summary);
+          if (outcome === 'retry' || outcome === 'refused') this.#retain(summary);
         });
       })
       .catch((e: unknown) => {
@@ -329,7 +348,10 @@ export class KubeEventRecorder implements EventSink {
     const about = event.involvedPod;
     const ns = about?.namespace ?? this.#o.namespace ?? 'kube-system';
     const base = `${about?.name ?? this.#o.podName}.${event.nameSuffix ?? String(now)}`;
-    const time = new Date(now);
+    // firstTimestamp/lastTimestamp are metav1.Time (whole seconds), eventTime a MicroTime: six fractional digits,
+    // or the API server refuses the Event with 400 (issue [R] item 1, src/core/kube-time.ts)
+    const time = new WholeSecondTime(now);
+    const eventTime = new MicroTime(now);
     const body = (name: string): k8s.CoreV1Event => ({
       metadata: { name, namespace: ns },
       type: event.type,
@@ -344,7 +366,7 @@ export class KubeEventRecorder implements EventSink {
       reportingInstance: this.#o.podName,
       firstTimestamp: time,
       lastTimestamp: time,
-      eventTime: time,
+      eventTime,
       count: 1,
     });
     const recovery = this.#o.backoff?.recovery;
@@ -369,6 +391,18 @@ export class KubeEventRecorder implements EventSink {
       const status = statusOf(e);
       recovery?.reportFailure(status);
       const error = String(e).slice(0, LOGGED_ERROR_CHARS);
+      if (status !== 429 && (status === undefined || !NOT_RETRIED.has(status))) {
+        this.#stats.refused++;
+        this.#o.onRefused?.(status);
+      }
+      if (status !== undefined && !isOutageStatus(status) && status !== 429 && !NOT_RETRIED.has(status)) {
+        // refused (403, 422, 404, …): kept for a retry, one line per streak of refusals
+        if (!this.#refusalLogged && !this.#closed) {
+          this.#refusalLogged = true;
+          this.#log.warn({ reason: event.reason, status, error }, 'event refused by the API server; kept for a retry');
+        }
+        return 'refused';
+      }
       if (isOutageStatus(status) || status === 429) {
         // kept for a retry: one line per outage, not one per Event and attempt
         if (!this.#failureLogged && !this.#closed) {

@@ -1,9 +1,15 @@
 /**
  * Node labels and annotations (spec I.1, I.2): the start-up labels and annotations in one merge patch (3 tries 1 s
- * apart, then a fatal {@link NodeSetupError}), the 60 s `baseDeviceInfos` refresher, the legacy-annotation clean-up
+ * apart, then retried in the background with a backoff until it is written), the 60 s `baseDeviceInfos` refresher, the legacy-annotation clean-up
  * at the first device-info write, and the `-autoStowing=false` labels `huawei.com/Ascend910-Recover` /
  * `-NetworkRecover` with their effect on the device-info lists (chips pending in `-Recover` are withheld from the
  * schedulable list, `-NetworkUnhealthy` stays sticky until the operator removes the chip from `-NetworkRecover`).
+ *
+ * Labels and annotations are not essential (issue [R] item 1, defect 4): a refused patch — 403 from RBAC or an
+ * admission policy, 422, a webhook that is down, no answer — is logged (bounded text), reported to `onRefused`
+ * (the agent counts it in /metrics) and retried, and never stops the daemon: spec A.2 step 5.7 makes the start-up
+ * patch fatal after its 3 tries, which on a real cluster put every node of a mis-set policy into a crash loop and
+ * took the kubelet path down with it; upstream's kubelet path keeps serving. docs/kube.md "Refused writes".
  */
 import type * as k8s from '@kubernetes/client-node';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
@@ -38,21 +44,8 @@ export const ANNOTATION_RACK_ID = 'rackID';
 /** Spec I.1: a label value outside this pattern is skipped (Kubernetes' own rule for label values). */
 export const LABEL_VALUE_PATTERN = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 
-/** Exit status of the agent when the start-up node patch fails (spec A.2 step 5.7: fatal). */
-export const NODE_SETUP_EXIT_STATUS = 1;
-
-/** The start-up node patch failed after its tries (spec A.2 step 5.7): the CLI exits with {@link exitStatus}. */
-export class NodeSetupError extends Error {
-  readonly exitStatus = NODE_SETUP_EXIT_STATUS;
-  constructor(
-    message: string,
-    readonly attempts: number,
-    override readonly cause?: unknown,
-  ) {
-    super(message);
-    this.name = 'NodeSetupError';
-  }
-}
+/** Characters of an API error quoted in a log line (bounded log text). */
+const LOGGED_ERROR_CHARS = 300;
 
 /** One chip in `baseDeviceInfos` (spec I.2, C.5). */
 export interface BaseDeviceInfo {
@@ -303,6 +296,8 @@ export interface NodeLabelerOptions {
   readonly retryDelayMs?: number;
   /** `baseDeviceInfos` refresh period (spec I.2: 60 s). */
   readonly refreshMs?: number;
+  /** Called for every refused or unanswered patch (`status` undefined: no HTTP answer), for the metrics. */
+  readonly onRefused?: (status: number | undefined) => void;
 }
 
 /** Counters. */
@@ -310,6 +305,10 @@ export interface NodeLabelerStats {
   patches: number;
   failedPatches: number;
   skippedLabels: number;
+  /** The start-up labels and annotations are written (false while their patch is refused and retried). */
+  setUp: boolean;
+  /** Background retries of the start-up patch after its first tries failed. */
+  setUpRetries: number;
 }
 
 /** Writes the node's labels and annotations. */
@@ -334,14 +333,24 @@ export class NodeLabeler {
    */
   readonly #retry: RetryTimer;
   #cycleFailures = 0;
+  /** Background retry of the start-up patch (after its `tries` failed), on the monotonic timers of `clock`. */
+  readonly #setUpRetry: RetryTimer;
+  #setUpFailures = 0;
   #stopped = false;
-  readonly stats: NodeLabelerStats = { patches: 0, failedPatches: 0, skippedLabels: 0 };
+  readonly stats: NodeLabelerStats = {
+    patches: 0,
+    failedPatches: 0,
+    skippedLabels: 0,
+    setUp: false,
+    setUpRetries: 0,
+  };
 
   constructor(options: NodeLabelerOptions) {
     this.#o = options;
     this.#clock = options.clock ?? systemQueueClock;
     this.#log = options.logger ?? NOOP_LOGGER;
     this.#retry = new RetryTimer(this.#clock, options.backoff?.recovery);
+    this.#setUpRetry = new RetryTimer(this.#clock, options.backoff?.recovery);
     if (options.watch !== undefined) {
       const selector = `metadata.name=${options.nodeName}`;
       this.#watch = new ListWatch<k8s.V1Node>({
@@ -377,34 +386,57 @@ export class NodeLabeler {
 
   /**
    * Spec I.1/I.2 at start (A.2 step 5.7): reads the Node, writes labels and annotations in one merge patch, tried
-   * `tries` times `retryDelayMs` apart; then throws {@link NodeSetupError}. Starts the watch when given.
+   * `tries` times `retryDelayMs` apart. Still refused: logged, reported, and retried in the background with a
+   * backoff until written (issue [R] item 1; see the file comment). Starts the watch when given. Never throws;
+   * resolves true when the patch was written now.
    */
-  async start(): Promise<void> {
+  async start(): Promise<boolean> {
     const tries = this.#o.tries ?? 3;
-    let last: unknown;
-    for (let i = 1; i <= tries; i++) {
+    for (let i = 1; i <= tries && !this.#stopped; i++) {
       try {
         await this.#startOnce();
         break;
       } catch (e) {
-        last = e;
-        this.#log.warn({ node: this.#o.nodeName, attempt: i, error: String(e) }, 'node label/annotation patch failed');
-        if (i === tries)
-          throw new NodeSetupError(
-            `cannot patch labels and annotations of node ${this.#o.nodeName} after ${tries} tries: ${String(last)}`,
-            tries,
-            last,
+        this.#log.warn(
+          { node: this.#o.nodeName, attempt: i, status: statusOf(e), error: String(e).slice(0, LOGGED_ERROR_CHARS) },
+          'node label/annotation patch failed',
+        );
+        if (i === tries) {
+          this.#log.warn(
+            { node: this.#o.nodeName, tries },
+            'node labels and annotations not written; retried in the background with a backoff (the kubelet path and device-info go on)',
           );
-        await this.#sleep(this.#o.retryDelayMs ?? 1000);
+          this.#armSetUpRetry();
+        } else await this.#sleep(this.#o.retryDelayMs ?? 1000);
       }
     }
-    if (this.#stowingOn) {
-      this.#stowing.init(
-        parsePhyLabel(this.#liveLabels[LABEL_NETWORK_RECOVER]),
-        parsePhyLabel(this.#liveLabels[LABEL_RECOVER]),
-      );
-    }
     await this.#watch?.start();
+    return this.stats.setUp;
+  }
+
+  /** The next background try of the start-up patch, after a backoff (or when the API server is seen back). */
+  #armSetUpRetry(): void {
+    if (this.#stopped) return;
+    this.#setUpFailures++;
+    this.#setUpRetry.arm(backoffDelay(this.#setUpFailures, this.#o.backoff), () => {
+      this.stats.setUpRetries++;
+      void this.#startOnce().then(
+        () => {
+          this.#setUpRetry.succeeded();
+          this.#log.info(
+            { node: this.#o.nodeName, retries: this.stats.setUpRetries },
+            'node labels and annotations written after refusals',
+          );
+        },
+        (e: unknown) => {
+          this.#log.debug(
+            { status: statusOf(e), error: String(e).slice(0, LOGGED_ERROR_CHARS) },
+            'node patch retry failed',
+          );
+          this.#armSetUpRetry();
+        },
+      );
+    });
   }
 
   async #startOnce(): Promise<void> {
@@ -419,6 +451,13 @@ export class NodeLabeler {
     const annotations = nodeAnnotationsOf(this.#o.facts, chips);
     await this.#patch({ labels: plan.labels, annotations });
     this.#baseInfos = annotations[ANNOTATION_BASE_DEVICE_INFOS]!;
+    if (this.#stowingOn) {
+      this.#stowing.init(
+        parsePhyLabel(this.#liveLabels[LABEL_NETWORK_RECOVER]),
+        parsePhyLabel(this.#liveLabels[LABEL_RECOVER]),
+      );
+    }
+    this.stats.setUp = true;
   }
 
   /** Starts the spec I.2 refresher: every `refreshMs` re-reads the IPs and re-writes `baseDeviceInfos` on change. */
@@ -432,7 +471,8 @@ export class NodeLabeler {
 
   /** One refresh (spec I.2): `baseDeviceInfos` re-written when a chip's IP changed; 3 tries; failure only logs. */
   async refresh(): Promise<boolean> {
-    if (this.#stopped) return false;
+    // before the start-up patch is written its retry carries baseDeviceInfos (re-read at each try)
+    if (this.#stopped || !this.stats.setUp) return false;
     let value: string;
     try {
       value = baseDeviceInfosValue(await this.#o.baseDeviceInfos(), isA5(this.#o.facts.chipKind));
@@ -492,7 +532,8 @@ export class NodeLabeler {
    * nothing with `-autoStowing=true`.
    */
   cycle(chips: readonly StowingChip[]): Promise<void> {
-    if (!this.#stowingOn || this.#stopped) return Promise.resolve();
+    // the Recover labels start from the live ones read by the start-up patch: nothing before it is written
+    if (!this.#stowingOn || this.#stopped || !this.stats.setUp) return Promise.resolve();
     this.#pendingChips = chips;
     this.#lastChips = chips;
     this.#cycling ??= this.#runCycles().finally(() => {
@@ -560,6 +601,7 @@ export class NodeLabeler {
   stop(): void {
     this.#stopped = true;
     this.#retry.cancel();
+    this.#setUpRetry.cancel();
     this.#watch?.stop();
     if (this.#refreshTimer !== undefined) this.#clock.clearTimeout(this.#refreshTimer);
     this.#refreshTimer = undefined;
@@ -585,6 +627,9 @@ export class NodeLabeler {
       this.#observe(node);
     } catch (e) {
       this.stats.failedPatches++;
+      const status = statusOf(e);
+      recovery?.reportFailure(status);
+      this.#o.onRefused?.(status);
       throw e;
     }
   }

@@ -67,6 +67,8 @@ export interface PodAnnotatorOptions {
   /** Spec I.3: 3 tries 200 ms apart. */
   readonly tries?: number;
   readonly retryDelayMs?: number;
+  /** Called for every refused or unanswered patch (`status` undefined: no answer), for the metrics. */
+  readonly onRefused?: (status: number | undefined) => void;
 }
 
 /** Spec I.3: which rank table a node writes — run mode 910 → `910`, 910A5 → `npu`, all-Duo 310P → `910`, else `none`. */
@@ -245,8 +247,9 @@ export class PodAnnotator {
         return true;
       } catch (e) {
         const status = statusOf(e);
+        if (status !== 404) this.#o.onRefused?.(status); // a pod gone is no refusal
         this.#log.warn(
-          { pod: `${pod.namespace}/${pod.name}`, attempt: i, status, error: String(e) },
+          { pod: `${pod.namespace}/${pod.name}`, attempt: i, status, error: String(e).slice(0, 300) },
           'pod annotation patch failed',
         );
         if (status === 404) return false;

@@ -78,6 +78,12 @@ export class AgentMetrics {
   readonly allocateLatency: Histogram<'resource'>;
   readonly configMapWrites: Counter<'result'>;
   readonly configMapQueueDepth: Gauge;
+  /**
+   * Writes of non-essential objects the API server refused or did not answer (issue [R] item 1: they are retried,
+   * never fatal), by object (`node`: labels and annotations, `pod`: annotations, `event`) and HTTP status (`none`:
+   * no answer). Feed it with {@link AgentMetrics.writeRefused}.
+   */
+  readonly kubeWritesRefused: Counter<'object' | 'status'>;
   /** The chip-reset layer (issue [F]): state gauges, attempt / outcome counters. */
   readonly reset: ResetMetrics;
   /** Per-chip series (issue [J] item 2). */
@@ -225,9 +231,23 @@ export class AgentMetrics {
       help: 'Writes waiting in the ConfigMap queue.',
       registers,
     });
+    this.kubeWritesRefused = new Counter({
+      name: `${PREFIX}kube_writes_refused_total`,
+      help:
+        'Refused or unanswered writes of node labels/annotations, pod annotations and Events (retried), by object ' +
+        'and HTTP status (none: no answer).',
+      labelNames: ['object', 'status'],
+      registers,
+    });
     this.reset = new ResetMetrics(registry, PREFIX, this.names);
     this.chips = new ChipMetrics(registry, PREFIX, this.names);
     for (const mode of ['subscribed', 'polling']) this.fetchMode.set({ mode }, 0);
+  }
+
+  /** Counts one refused write of `object` (`status` undefined: no HTTP answer); the status label stays bounded. */
+  writeRefused(object: 'node' | 'pod' | 'event', status: number | undefined): void {
+    const label = status === undefined ? 'none' : status >= 100 && status <= 599 ? String(status) : 'other';
+    this.kubeWritesRefused.inc({ object, status: label });
   }
 
   /** Names the chips (B.3 `deviceType`, DCMI's list) in every per-chip series; call once DCMI has enumerated them. */

@@ -762,8 +762,11 @@ export class RbacGate {
     this.authorizer = new RbacAuthorizer(options.policy, { bootstrap: options.bootstrap ?? true });
   }
 
-  /** Decides on one request; throws {@link ApiError} 401 (unknown credentials) or 403 (not allowed). */
-  admit(method: string, url: URL, authorization: string | undefined): void {
+  /**
+   * Decides on one request; throws {@link ApiError} 401 (unknown credentials) or 403 (not allowed). Returns the
+   * user (validating admission reads it).
+   */
+  admit(method: string, url: URL, authorization: string | undefined): UserInfo {
     const user = this.#authenticate(authorization);
     const attributes = requestAttributes(method, url, user);
     const decision = this.authorizer.authorize(attributes);
@@ -776,6 +779,7 @@ export class RbacGate {
       if (this.#denied.length < 1000) this.#denied.push(rec);
       throw forbidden(attributes, decision.reason);
     }
+    return user;
   }
 
   #authenticate(header: string | undefined): UserInfo {

@@ -20,6 +20,7 @@ import {
   type LabelSelector,
   type ResourceType,
 } from './kube-api-types.js';
+import { decodeTimes } from './kube-api-validate.js';
 
 /** Watch event types. */
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -52,6 +53,22 @@ export interface KubeStoreOptions {
   readonly historyLimit?: number;
   /** Clock for `creationTimestamp` (default `Date.now`). */
   readonly now?: () => number;
+  /**
+   * Validating admission of a create or update (patches included), after the object's validation and before it is
+   * stored, as kube-apiserver orders them: throws the `ApiError` to answer (kube-api-admission.ts).
+   */
+  readonly admit?: (w: StoreWrite) => void;
+}
+
+/** A write as validating admission sees it (the stand-in adds the user). */
+export interface StoreWrite {
+  readonly operation: 'CREATE' | 'UPDATE';
+  readonly type: ResourceType;
+  readonly namespace: string | undefined;
+  readonly name: string;
+  readonly subresource: string | undefined;
+  readonly object: KubeObject;
+  readonly oldObject: KubeObject | null;
 }
 
 /**
@@ -72,10 +89,12 @@ export class KubeStore {
   readonly #listeners = new Set<(c: Change) => void>();
   readonly #historyLimit: number;
   readonly #now: () => number;
+  readonly #admit: ((w: StoreWrite) => void) | undefined;
 
   constructor(options: KubeStoreOptions = {}) {
     this.#historyLimit = options.historyLimit ?? 1000;
     this.#now = options.now ?? Date.now;
+    this.#admit = options.admit;
   }
 
   /** The current (latest) resourceVersion. */
@@ -122,6 +141,7 @@ export class KubeStore {
   /** POST: a new object; 409 AlreadyExists, 422 on an invalid name, 400 on a namespace mismatch. */
   create(t: ResourceType, namespace: string | undefined, body: KubeObject): KubeObject {
     const obj = this.#normalise(t, namespace, body);
+    decodeTimes(t, obj, 'create');
     const meta = obj.metadata!;
     if (meta.name === undefined || meta.name === '') {
       if (typeof meta.generateName === 'string' && meta.generateName !== '') {
@@ -132,6 +152,15 @@ export class KubeStore {
     }
     validate(t, obj);
     const key = objKey(t, namespace, meta.name);
+    this.#admit?.({
+      operation: 'CREATE',
+      type: t,
+      namespace,
+      name: meta.name,
+      subresource: undefined,
+      object: obj,
+      oldObject: null,
+    });
     if (this.#bucket(t).has(key)) throw alreadyExists(t, meta.name);
     delete meta.resourceVersion;
     meta.uid = randomUUID();
@@ -154,6 +183,7 @@ export class KubeStore {
     const key = objKey(t, namespace, name);
     const old = this.#bucket(t).get(key);
     const obj = this.#normalise(t, namespace, body);
+    decodeTimes(t, obj, 'update');
     const meta = obj.metadata!;
     if (meta.name !== undefined && meta.name !== name) {
       throw badRequest(`the name of the object (${meta.name}) does not match the name on the URL (${name})`);
@@ -215,6 +245,7 @@ export class KubeStore {
     if (next === null || typeof next !== 'object' || Array.isArray(next))
       throw badRequest('the patch did not produce an object');
     const obj = this.#normalise(t, namespace, next as KubeObject);
+    decodeTimes(t, obj, 'patch');
     const meta = obj.metadata!;
     if (meta.name !== name)
       throw badRequest(`the name of the object (${String(meta.name)}) does not match the name on the URL (${name})`);
@@ -330,6 +361,16 @@ export class KubeStore {
     if (old.metadata!.generateName !== undefined) meta.generateName = old.metadata!.generateName;
     validate(t, next);
     meta.resourceVersion = old.metadata!.resourceVersion;
+    // admission runs on a no-op update too (the real server decides "no change" only when it writes to etcd)
+    this.#admit?.({
+      operation: 'UPDATE',
+      type: t,
+      namespace: meta.namespace,
+      name: meta.name!,
+      subresource,
+      object: next,
+      oldObject: old,
+    });
     // An update that changes nothing is not written (no new resourceVersion, no watch event), as in the real server.
     if (JSON.stringify(canonical(next)) === JSON.stringify(canonical(old))) return structuredClone(old);
     return this.#commit(t, key, 'MODIFIED', next, old);

@@ -134,6 +134,26 @@ export const VOLCANO_PODGROUPS: ResourceType = {
   statusSubresource: true,
 };
 
+/** `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicies: served in the `admissionPolicies` mode. */
+export const VALIDATING_ADMISSION_POLICIES: ResourceType = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingadmissionpolicies',
+  singular: 'validatingadmissionpolicy',
+  kind: 'ValidatingAdmissionPolicy',
+  namespaced: false,
+  statusSubresource: true,
+};
+/** Their bindings (`admissionPolicies` mode). */
+export const VALIDATING_ADMISSION_POLICY_BINDINGS: ResourceType = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingadmissionpolicybindings',
+  singular: 'validatingadmissionpolicybinding',
+  kind: 'ValidatingAdmissionPolicyBinding',
+  namespaced: false,
+};
+
 /** The types served by default. */
 export const DEFAULT_RESOURCES: readonly ResourceType[] = [
   CONFIGMAPS,

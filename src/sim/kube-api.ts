@@ -15,10 +15,14 @@ import type { AddressInfo } from 'node:net';
 import { WriteOrdering, type WatchOrder } from './kube-api-order.js';
 import { ListSnapshots, parseLimit, type ListPage } from './kube-api-pages.js';
 import { PATCH_TYPES } from './kube-api-patch.js';
-import { KubeStore, matches, type Change, type Preconditions } from './kube-api-store.js';
+import { KubeStore, matches, type Change, type Preconditions, type StoreWrite } from './kube-api-store.js';
+import { PolicyEvaluator } from './kube-api-admission.js';
+import { ADMIN_USER, type UserInfo } from './kube-api-rbac.js';
 import {
   ApiError,
   DEFAULT_RESOURCES,
+  VALIDATING_ADMISSION_POLICIES,
+  VALIDATING_ADMISSION_POLICY_BINDINGS,
   apiVersionOf,
   badRequest,
   notFound,
@@ -61,7 +65,14 @@ export interface KubeApiStandInOptions {
    * Authentication and authorization of every request, instead of `token` (e.g. the `RbacGate` of
    * `kube-api-rbac.ts`): throws the `ApiError` to answer (401, 403) before the request is read or routed.
    */
-  readonly gate?: { admit(method: string, url: URL, authorization: string | undefined): void };
+  readonly gate?: { admit(method: string, url: URL, authorization: string | undefined): UserInfo | void };
+  /**
+   * Enforce the ValidatingAdmissionPolicies and bindings stored in the stand-in (default false), with the real
+   * server's answers (kube-api-admission.ts; docs/testing.md). Serves `admissionregistration.k8s.io/v1`
+   * `validatingadmissionpolicies` and `validatingadmissionpolicybindings`; needs the development dependency
+   * `@bufbuild/cel`. The user is the gate's (without a gate: an administrator).
+   */
+  readonly admissionPolicies?: boolean;
   /** Clock for `creationTimestamp` (default `Date.now`). */
   readonly now?: () => number;
   /**
@@ -148,6 +159,10 @@ export class KubeApiStandIn {
   readonly #ordering: WriteOrdering;
   readonly #pages: ListSnapshots;
   #seq = 0;
+  /** The CEL evaluator of the `admissionPolicies` mode (loaded by `start`). */
+  #policies: PolicyEvaluator | undefined;
+  /** The user of the request being dispatched (writes reach the store synchronously inside `#dispatch`). */
+  #user: UserInfo | undefined;
   #unavailableUntil = 0;
   #unavailable = false;
   #port = 0;
@@ -155,14 +170,16 @@ export class KubeApiStandIn {
   private constructor(options: KubeApiStandInOptions) {
     this.#options = options;
     this.#ordering = new WriteOrdering(options.watchOrder, options.watchOrderDelayMs);
-    this.store = new KubeStore({ historyLimit: options.historyLimit, now: options.now });
+    this.store = new KubeStore({ historyLimit: options.historyLimit, now: options.now, admit: (w) => this.#admit(w) });
     this.#pages = new ListSnapshots({
       ttlMs: options.listSnapshotTtlMs,
       limit: options.listSnapshotLimit,
       now: options.now,
       reaches: (rv) => this.store.reachesBack(rv),
     });
-    for (const t of [...(options.resources ?? DEFAULT_RESOURCES), ...(options.extraResources ?? [])]) {
+    const policyTypes =
+      options.admissionPolicies === true ? [VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS] : [];
+    for (const t of [...(options.resources ?? DEFAULT_RESOURCES), ...(options.extraResources ?? []), ...policyTypes]) {
       this.#types.set(typeKey(t.group, t.version, t.plural), t);
     }
     const nsType = this.#types.get(typeKey('', 'v1', 'namespaces'));
@@ -176,6 +193,7 @@ export class KubeApiStandIn {
   /** Starts a stand-in listening on 127.0.0.1 on a free port. */
   static async start(options: KubeApiStandInOptions = {}): Promise<KubeApiStandIn> {
     const s = new KubeApiStandIn(options);
+    if (options.admissionPolicies === true) s.#policies = await PolicyEvaluator.load();
     await new Promise<void>((resolve, reject) => {
       s.#server.once('error', reject);
       s.#server.listen(0, '127.0.0.1', () => resolve());
@@ -331,9 +349,10 @@ export class KubeApiStandIn {
           },
         );
       }
+      let user: UserInfo = ADMIN_USER;
       if (this.#options.gate !== undefined) {
         try {
-          this.#options.gate.admit(rec.method, url, req.headers.authorization);
+          user = this.#options.gate.admit(rec.method, url, req.headers.authorization) ?? ADMIN_USER;
         } catch (e) {
           req.resume();
           throw e;
@@ -361,7 +380,12 @@ export class KubeApiStandIn {
         ...(route.name !== undefined ? { name: route.name } : {}),
         ...(route.subresource !== undefined ? { subresource: route.subresource } : {}),
       });
-      this.#dispatch(req.method ?? 'GET', route, url.searchParams, ct, body, rec, res);
+      this.#user = user;
+      try {
+        this.#dispatch(req.method ?? 'GET', route, url.searchParams, ct, body, rec, res);
+      } finally {
+        this.#user = undefined;
+      }
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `stand-in error: ${String(e)}`);
       if (res.headersSent) {
@@ -502,6 +526,16 @@ export class KubeApiStandIn {
       },
       items: page.items,
     });
+  }
+
+  /** The `admissionPolicies` mode: the stored policies decide on a write made through HTTP (not on seeding). */
+  #admit(w: StoreWrite): void {
+    if (this.#policies === undefined || this.#user === undefined) return;
+    const policies = this.store.listRefs(VALIDATING_ADMISSION_POLICIES, undefined);
+    const bindings = this.store.listRefs(VALIDATING_ADMISSION_POLICY_BINDINGS, undefined);
+    if (bindings.length === 0) return;
+    const denial = this.#policies.admit(policies, bindings, { ...w, user: this.#user });
+    if (denial !== undefined) throw denial;
   }
 
   #countWrite(t: ResourceType, o: KubeObject): void {

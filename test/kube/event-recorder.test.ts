@@ -6,6 +6,7 @@ import { faultEvent, releaseUpgradeFaultEvent, transitionEvents } from '../../sr
 import { KubeEventRecorder } from '../../src/kube/event-recorder.js';
 import { ApiRecovery } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { KubeClient } from '../../src/kube/kube-client.js';
 import { until } from './harness.js';
 
 let api: KubeApiStandIn;
@@ -243,12 +244,59 @@ describe('K.1 Events during an API outage are retried, bounded (issue 12 loose e
     }
   });
 
-  test('K.1 an Event refused with a 4xx other than 429 is not retried, and logged once', async () => {
+  test('issue [R] 1: an Event refused (422 here, as a 403 of a policy) is kept for a retry, counted, logged once', async () => {
     const { rec: r, lines } = recorder();
     r.record({ ...occur(1, 1001), nameSuffix: 'Not_A_Valid_Name' }); // 422 from the stand-in's name check
-    await until(() => r.stats.failed === 1);
+    r.record({ ...occur(2, 1002), nameSuffix: 'Also_Invalid' });
+    await until(() => r.stats.refused === 2);
     await new Promise((res) => setTimeout(res, 100));
-    expect([r.stats.retaining, lines.filter((l) => l.startsWith('cannot create event')).length]).toEqual([0, 1]);
+    expect([
+      r.stats.retaining,
+      r.stats.failed,
+      lines.filter((l) => l.startsWith('event refused by the API server')).length,
+    ]).toEqual([2, 0, 1]);
+  });
+
+  test('issue [R] 1: a refused Event goes to the back of the retry queue, so it cannot hold the others back', async () => {
+    const refusedNames = new Set<string>();
+    let calls = 0;
+    const picky: Pick<k8s.CoreV1Api, 'createNamespacedEvent'> = {
+      createNamespacedEvent: (p) => {
+        calls++;
+        const name = p.body.metadata?.name ?? '';
+        // everything is refused at first; later only the one event ending in "forever"
+        if (calls <= 2 || name.endsWith('forever')) {
+          refusedNames.add(name);
+          return Promise.reject(Object.assign(new Error('HTTP-Code: 403'), { code: 403 }));
+        }
+        return core.createNamespacedEvent(p);
+      },
+    };
+    rec = new KubeEventRecorder({
+      api: picky,
+      nodeName: 'node-a',
+      podName: 'agent-x',
+      perInterval: 100,
+      intervalMs: 1000,
+      backoff: { initialMs: 10, maxMs: 20 },
+    });
+    rec.record({ ...occur(1, 1001), nameSuffix: 'forever' });
+    rec.record({ ...occur(2, 1002), nameSuffix: 'later' });
+    await until(() => rec!.stats.retried === 1);
+    expect((await events()).map((e) => e.metadata?.name)).toEqual(['agent-x.later']);
+    expect(rec.stats.retaining).toBe(1);
+  });
+
+  test('issue [R] 1: a request the server cannot decode (400) is not retried', async () => {
+    const { rec: r } = recorder();
+    const bad: Pick<k8s.CoreV1Api, 'createNamespacedEvent'> = {
+      createNamespacedEvent: () => Promise.reject(Object.assign(new Error('HTTP-Code: 400'), { code: 400 })),
+    };
+    await r.close();
+    rec = new KubeEventRecorder({ api: bad, nodeName: 'node-a', podName: 'agent-x' });
+    rec.record(occur(1, 1001));
+    await until(() => rec!.stats.failed === 1);
+    expect([rec.stats.retaining, rec.stats.refused]).toEqual([0, 0]);
   });
 });
 
@@ -276,5 +324,28 @@ describe('K.1 a refused summary does not spin (issue 12 loose end 2)', () => {
     } finally {
       proto.schedule = orig;
     }
+  });
+});
+
+describe('issue [R] item 1: the Event decodes on a real API server', () => {
+  const NOW = Date.UTC(2026, 11, 3, 14, 20, 45, 167);
+  test.each([
+    ['client-node', () => core],
+    ['KubeClient', () => new KubeClient({ server: api.url, token: 'stand-in-token' })],
+  ])('through %s: eventTime carries six fractional digits, the metav1.Times whole seconds', async (_, client) => {
+    rec = new KubeEventRecorder({ api: client(), nodeName: 'node-a', podName: 'agent-x', now: () => NOW });
+    rec.record(occur(3, NOW));
+    await until(() => rec!.stats.created + rec!.stats.failed === 1);
+    // the raw JSON the stand-in stores (client-node would turn the times into Dates)
+    const list = (await (await fetch(`${api.url}/api/v1/namespaces/kube-system/events`)).json()) as {
+      items: Record<string, unknown>[];
+    };
+    const e = list.items[0];
+    expect([rec.stats.failed, e?.eventTime, e?.firstTimestamp, e?.lastTimestamp]).toEqual([
+      0,
+      '2026-12-03T14:20:45.167000Z',
+      '2026-12-03T14:20:45Z',
+      '2026-12-03T14:20:45Z',
+    ]);
   });
 });

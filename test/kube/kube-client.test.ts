@@ -24,6 +24,7 @@ import { ListWatch } from '../../src/kube/list-watch.js';
 import { MERGE_PATCH } from '../../src/kube/merge-patch.js';
 import { statusOf } from '../../src/core/errors.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
+import { MicroTime } from '../../src/core/kube-time.js';
 
 const TOKEN = 'secret-token';
 let api: KubeApiStandIn;
@@ -133,12 +134,13 @@ describe('calls against the stand-in', () => {
         metadata: { name: 'e1', namespace: 'default' },
         involvedObject: { kind: 'Node', name: 'n1' },
         reason: 'R',
-        eventTime: time,
+        // a MicroTime needs six fractional digits (issue [R] item 1): the Date's own toJSON is what goes out
+        eventTime: new MicroTime(time.getTime()),
         firstTimestamp: time,
       },
     });
     const ev = api.store.get(api.resourceType('', 'events'), 'default', 'e1') as Record<string, unknown>;
-    expect(ev.eventTime).toBe('2023-11-14T22:13:20.123Z'); // Date → RFC 3339, as client-node sends it
+    expect([ev.eventTime, ev.firstTimestamp]).toEqual(['2023-11-14T22:13:20.123000Z', '2023-11-14T22:13:20Z']);
     expect(api.requests({ resource: 'nodes', verb: 'patch' })[0]!.contentType).toBe('application/merge-patch+json');
   });
 

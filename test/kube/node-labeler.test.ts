@@ -5,7 +5,6 @@ import {
   LABEL_NETWORK_RECOVER,
   LABEL_RECOVER,
   NodeLabeler,
-  NodeSetupError,
   nodeLabelsOf,
   type BaseDeviceInfo,
   type NodeLabelFacts,
@@ -14,7 +13,7 @@ import {
 } from '../../src/kube/node-labeler.js';
 import { ApiRecovery, type QueueClock } from '../../src/kube/write-queue.js';
 import { KubeApiStandIn } from '../../src/sim/kube-api.js';
-import { FakeClock, NODE } from './harness.js';
+import { FakeClock, NODE, until } from './harness.js';
 
 const FACTS: NodeLabelFacts = {
   chipKind: 'Ascend910B',
@@ -179,22 +178,52 @@ describe('I.1 node labels at start', () => {
   });
 });
 
-describe('A.2 step 5.7 start-up patch failure', () => {
-  test('A.2 three failed tries 1 s apart end in a NodeSetupError with an exit status', async () => {
-    api.setAvailable(false);
+describe('A.2 step 5.7 start-up patch failure (issue [R] item 1: not fatal)', () => {
+  /** client-node's CoreV1Api whose Node patches are refused with `status` while `refusing()`. */
+  const refusing = (status: number, on: () => boolean): NodeLabelerOptions['api'] => ({
+    readNode: (p) => core.readNode(p),
+    listNode: (p) => core.listNode(p),
+    patchNode: (p, o) =>
+      on() ? Promise.reject(Object.assign(new Error(`HTTP-Code: ${status}`), { code: status })) : core.patchNode(p, o),
+  });
+
+  test('issue [R] 1: refused after its 3 tries 1 s apart, start() resolves; the patch is retried with a backoff until written', async () => {
+    let refuse = true;
+    const refused: (number | undefined)[] = [];
     const clock = new ImmediateClock();
-    const err = await make({ clock })
-      .start()
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    expect(err).toBeInstanceOf(NodeSetupError);
-    expect({ attempts: (err as NodeSetupError).attempts, status: (err as NodeSetupError).exitStatus }).toEqual({
-      attempts: 3,
-      status: 1,
-    });
-    expect(clock.sleeps).toEqual([1000, 1000]);
+    labeler = make({ clock, api: refusing(403, () => refuse), onRefused: (s) => refused.push(s) });
+    expect(await labeler.start()).toBe(false);
+    expect([labeler.stats.setUp, refused, clock.sleeps.slice(0, 2)]).toEqual([false, [403, 403, 403], [1000, 1000]]);
+    // the background retry: exponential backoff (500 ms first, ±20 %), not the 1 s pause of the start-up tries
+    expect(clock.sleeps[2]).toBeGreaterThanOrEqual(400);
+    expect(clock.sleeps[2]).toBeLessThanOrEqual(600);
+    await until(() => refused.length >= 5);
+    refuse = false;
+    await until(() => labeler!.stats.setUp);
+    expect((await node()).metadata?.labels?.['node.kubernetes.io/npu.chip.name']).toBe('910B3');
+    expect(labeler.stats.setUpRetries).toBeGreaterThanOrEqual(3);
+  });
+
+  test('issue [R] 1: an API server that does not answer is retried the same way (no exit)', async () => {
+    api.setAvailable(false);
+    const refused: (number | undefined)[] = [];
+    labeler = make({ clock: new ImmediateClock(), onRefused: (s) => refused.push(s) });
+    expect(await labeler.start()).toBe(false);
+    expect(refused.slice(0, 3)).toEqual([undefined, undefined, undefined]); // readNode fails first: no patch sent
+    api.setAvailable(true);
+    await until(() => labeler!.stats.setUp);
+  });
+
+  test('issue [R] 1: the Recover labels wait for the start-up patch (they start from the live labels it read)', async () => {
+    let refuse = true;
+    const clock = new FakeClock();
+    labeler = make({ clock, autoStowing: false, tries: 1, api: refusing(422, () => refuse) });
+    await labeler.start();
+    refuse = false; // the background retry has not run yet (its timer is on the fake clock)
+    await labeler.cycle([{ logicId: 0, phyId: 0, health: 'Unhealthy', networkHealth: 'Healthy' }]);
+    expect(api.requests({ verb: 'patch', resource: 'nodes' })).toEqual([]);
+    clock.advance(1000); // the retry writes the start-up labels; cycles run from then on
+    await until(() => labeler!.stats.setUp);
   });
 });
 

@@ -1,7 +1,6 @@
 /**
- * The ValidatingAdmissionPolicies of deploy/ (issue [K] item 9; docs/rbac.md). The API stand-in cannot run CEL, so
- * the policies are not enforced in the RBAC integration test; this file checks statically what can be checked
- * without a real API server: every field of the manifests exists in the Kubernetes API (client-node's models of
+ * The ValidatingAdmissionPolicies of deploy/ (issue [K] item 9; docs/rbac.md). This file checks statically what can
+ * be checked without evaluating CEL (test/deploy/admission-policy-cel.test.ts evaluates every expression, issue [R]): every field of the manifests exists in the Kubernetes API (client-node's models of
  * admissionregistration.k8s.io/v1 and rbac.authorization.k8s.io/v1), every `object.` / `oldObject.` path a CEL
  * expression reads exists in the kinds it applies to, every `request.` path exists in an AdmissionRequest,
  * variables are declared before use, and the names the policies allow agree with the RBAC manifests and the code.

@@ -487,7 +487,7 @@ describe('stand-in other types', () => {
 
   test('events.k8s.io/v1 Events', async () => {
     const ev = kc.makeApiClient(k8s.EventsV1Api);
-    const now = new Date();
+    const now = new k8s.V1MicroTime(); // six fractional digits, as the real server needs (issue [R] item 1)
     await ev.createNamespacedEvent({
       namespace: 'kube-system',
       body: { metadata: { name: 'e1' }, eventTime: now, reason: 'Occur', action: 'RestartBusiness' },

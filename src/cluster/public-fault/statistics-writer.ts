@@ -19,6 +19,7 @@ import {
   countOnlyCreateData,
   type RestoreResult,
 } from './statistics.js';
+import { WholeSecondTime } from '../../core/kube-time.js';
 
 /** Options of the writer. */
 export interface StatisticsWriterOptions {
@@ -187,7 +188,7 @@ export class StatisticsWriter {
 
   async #event(message: string): Promise<void> {
     const { namespace, logger } = this.#o;
-    const now = new Date(this.#o.now());
+    const now = new WholeSecondTime(this.#o.now()); // metav1.Time: whole seconds, as the server stores it
     try {
       await this.#core.createNamespacedEvent({
         namespace,
