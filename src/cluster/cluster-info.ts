@@ -19,6 +19,13 @@ export const CLUSTER_INFO_PREFIX = 'cluster-info-device-';
 export const CLUSTER_INFO_LABELS: Readonly<Record<string, string>> = Object.freeze({ 'mx-consumer-volcano': 'true' });
 /** §0.3: each chunk about 800 KiB or less. */
 export const CHUNK_LIMIT_BYTES = 800 * 1024;
+/**
+ * What the API server takes in one ConfigMap's values (1 MiB, `422 Too long` beyond). A chunk over
+ * {@link CHUNK_LIMIT_BYTES} holds one node alone, and that node's published value can outgrow this: a device-info
+ * ConfigMap may itself be 1 MiB, and its published form is longer (the node's name twice, and a time map entry for
+ * every fault code).
+ */
+export const CONFIGMAP_VALUE_LIMIT_BYTES = 1024 * 1024;
 
 /** §0.3 fault-list encoding: one object per (device, fault_type), devices and types sorted. */
 export function mergeFaults(faults: ReadonlyMap<string, readonly DeviceFault[]>): FaultObject[] {
@@ -453,6 +460,11 @@ export class ClusterInfoChunks {
   /** Marks chunk `i` as changed again (its write was deferred). */
   markDirty(i: number): void {
     this.#chunks[i]!.dirty = true;
+  }
+
+  /** The nodes of chunk `i`, in name order. */
+  nodesOf(i: number): readonly string[] {
+    return this.#chunks[i]!.nodes;
   }
 
   /** Byte size of chunk `i`'s value. */

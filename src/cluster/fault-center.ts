@@ -18,6 +18,7 @@ import {
   CLUSTER_INFO_LABELS,
   CLUSTER_INFO_NAMESPACE,
   CLUSTER_INFO_PREFIX,
+  CONFIGMAP_VALUE_LIMIT_BYTES,
   escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
@@ -203,6 +204,8 @@ interface Term {
   holding: boolean;
   /** object → reason of its current refusal: each refused object is counted and logged once per reason */
   refused: Map<string, string>;
+  /** chunk → bytes of its value while that is more than a ConfigMap holds (not written; logged once per size) */
+  oversize: Map<number, number>;
 }
 
 /** The fault center. */
@@ -354,6 +357,7 @@ export class FaultCenter {
       synced: false,
       holding: false,
       refused: new Map(),
+      oversize: new Map(),
     };
     this.#term = term;
     try {
@@ -790,6 +794,31 @@ export class FaultCenter {
   }
 
   /**
+   * Whether chunk `i` is more than a ConfigMap holds (issue [R] item 5, found on the real API server): its one node's
+   * published value alone is over 1 MiB, and the server would refuse every write of it (422). It is not written;
+   * its nodes are named in an error and counted (`rejected_inputs_total{input="device-info",reason="too-large-to-publish"}`)
+   * once per size, and published again as soon as they fit.
+   */
+  #oversize(term: Term, i: number): boolean {
+    const bytes = term.chunks.bytes(i);
+    if (bytes <= CONFIGMAP_VALUE_LIMIT_BYTES) {
+      term.oversize.delete(i);
+      return false;
+    }
+    if (term.oversize.get(i) === bytes) return true;
+    term.oversize.set(i, bytes);
+    const nodes = term.chunks.nodesOf(i);
+    for (let k = 0; k < nodes.length; k++) {
+      this.metrics.rejectedInputs.inc({ input: 'device-info', reason: 'too-large-to-publish' });
+    }
+    this.#log.error(
+      { chunk: chunkName(i), bytes, limit: CONFIGMAP_VALUE_LIMIT_BYTES, nodes: nodes.slice(0, 10) },
+      'published value over the 1 MiB a ConfigMap holds: not written (the nodes keep their last published state)',
+    );
+    return true;
+  }
+
+  /**
    * §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs` (or at `atMs`, monotonic).
    * Monotonic: on the wall clock a step back armed this timer for the size of the step (issue [T] item 1).
    */
@@ -816,6 +845,7 @@ export class FaultCenter {
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
     let deferredUntil = Infinity;
     for (const i of indices) {
+      if (this.#oversize(term, i)) continue;
       const value = term.chunks.escapedParts(i);
       const before = term.submitted.get(i);
       const unchanged = before !== undefined && sameBytes(before, value);

@@ -45,8 +45,14 @@ export interface Preconditions {
 
 const NAME_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const CONFIGMAP_KEY_RE = /^[-._a-zA-Z0-9]+$/;
-/** ConfigMap size limit of the real server (`data` + `binaryData`). */
+/** ConfigMap size limit of the real server: the bytes of the `data` values and of the decoded `binaryData` values. */
 export const CONFIGMAP_MAX_BYTES = 1024 * 1024;
+/**
+ * etcd's default `--max-request-bytes` (1.5 MiB): a larger write fails in etcd, and kube-apiserver answers 500
+ * `etcdserver: request is too large` (no reason). The stand-in measures the stored object's JSON, which on the real
+ * server (protobuf in etcd) is within a few hundred bytes of the same threshold for a ConfigMap.
+ */
+export const ETCD_MAX_REQUEST_BYTES = 1536 * 1024;
 
 /** Options of the store. */
 export interface KubeStoreOptions {
@@ -384,6 +390,9 @@ export class KubeStore {
     obj: KubeObject,
     previous: KubeObject | undefined,
   ): KubeObject {
+    if (Buffer.byteLength(JSON.stringify(obj)) > ETCD_MAX_REQUEST_BYTES) {
+      throw new ApiError(500, '', 'etcdserver: request is too large');
+    }
     obj.metadata!.resourceVersion = String(++this.#rv);
     this.#bucket(t).set(key, obj);
     this.#record({ rv: this.#rv, type: t, change, object: structuredClone(obj), previous });
@@ -451,11 +460,18 @@ function validate(t: ResourceType, obj: KubeObject): void {
           );
         }
         if (typeof v !== 'string') throw badRequest(`${field}[${k}] must be a string`);
-        size += k.length + Buffer.byteLength(v, 'utf8');
+        // the real server counts the values only, binaryData decoded (ValidateConfigMap: len(value))
+        size += field === 'data' ? Buffer.byteLength(v, 'utf8') : Buffer.from(v, 'base64').length;
       }
     }
-    if (size > CONFIGMAP_MAX_BYTES)
-      throw invalid(t, name, '[]', `Too long: must have at most ${CONFIGMAP_MAX_BYTES} bytes`);
+    if (size > CONFIGMAP_MAX_BYTES) {
+      const message = `Too long: may not be more than ${CONFIGMAP_MAX_BYTES} bytes`;
+      throw new ApiError(422, 'Invalid', `${t.kind} "${name}" is invalid: []: ${message}`, {
+        name,
+        kind: t.kind,
+        causes: [{ reason: 'FieldValueTooLong', message, field: '[]' }],
+      });
+    }
   }
   validateDra(t, obj); // resource.k8s.io/v1: the real server's limits the agent relies on (kube-api-dra.ts)
 }

@@ -248,8 +248,9 @@ export class ApiError extends Error {
       metadata: {},
       status: 'Failure',
       message: this.message,
-      reason: this.reason,
     };
+    // an error without a reason (etcd's "request is too large") has none in its Status either
+    if (this.reason !== '') s.reason = this.reason;
     if (this.details !== undefined) s.details = this.details;
     s.code = this.code;
     return s;

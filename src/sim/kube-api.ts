@@ -396,6 +396,11 @@ export class KubeApiStandIn {
       }
       if (this.#serveMeta(url.pathname, res)) return;
       const route = this.#route(url.pathname);
+      if (route === undefined && !this.#servesGroupVersion(url.pathname)) {
+        // a group/version not served at all (Volcano's without Volcano) is no API path: Go's mux answers in text
+        res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
+        return;
+      }
       if (route === undefined) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
       Object.assign(rec, {
         resource: route.type.plural,
@@ -641,6 +646,14 @@ export class KubeApiStandIn {
     };
     res.on('close', cleanup);
     res.on('finish', cleanup);
+  }
+
+  /** Whether `/apis/<group>/<version>/…` (or `/api/<version>/…`) names a group/version some served type has. */
+  #servesGroupVersion(pathname: string): boolean {
+    const segs = pathname.split('/').filter((s) => s !== '');
+    const [group, version] = segs[0] === 'apis' ? [segs[1], segs[2]] : segs[0] === 'api' ? ['', segs[1]] : [];
+    if (version === undefined) return true;
+    return [...this.#types.values()].some((t) => t.group === group && t.version === version);
   }
 
   #route(pathname: string): Route | undefined {

@@ -165,6 +165,24 @@ describe('fault center against the stand-in', () => {
     expect(m.values.map((v) => [v.labels.reason, v.value])).toEqual([['check-code', 1]]);
   });
 
+  test('issue [R] item 5: a node whose published value outgrows a ConfigMap (1 MiB) is not written but named and counted once; the other nodes are published', async () => {
+    seed();
+    // 100,000 codes without time entries: about 0.9 MB of device-info, over 5 MB once published (every code gets
+    // its fault_time/fault_level entry, cluster-faults §0.1, §0.3); the real server refuses such a chunk (422/413)
+    const codes = Array.from({ length: 100_000 }, (_, i) => `8${i.toString(16).toUpperCase().padStart(7, '0')}`);
+    const big = { ...faultObject('Ascend910-0', codes.join(','), 'SeparateNPU'), fault_time_and_level_map: {} };
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-big', [big]));
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', []));
+    const a = center('a', { timings: { publishForceMs: 200 } });
+    await until(() => published().includes('mindx-dl-deviceinfo-node-1'), 'published node-1');
+    await sleep(600); // a few forced rewrites (publishForceMs)
+    const refused = api.requests().filter((r) => r.url.includes('/namespaces/mindx-dl/') && r.status >= 400);
+    expect(refused.map((r) => `${r.method} ${r.url} ${r.status}`)).toEqual([]);
+    const m = await a.metrics.rejectedInputs.get();
+    expect(m.values.map((v) => [v.labels.reason, v.value])).toEqual([['too-large-to-publish', 1]]);
+    expect(published()).not.toContain('node-big');
+  });
+
   test('1.7 a hardware fault at threshold 1 separates, writes clusterd-manual-info-cm and publishes the marker', async () => {
     seed();
     api.store.create(

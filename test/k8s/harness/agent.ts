@@ -19,6 +19,10 @@ export interface ClusterAgentOptions {
   readonly scenario?: string;
   /** Bearer token of the agent's kubeconfig (default: the admin's). */
   readonly token?: string;
+  /** API server of its kubeconfig (default: the cluster's; e.g. an `ApiProxy`'s URL). */
+  readonly server?: string;
+  /** Further environment (e.g. `HOSTNAME`, the pod name its Events name, as the DaemonSet sets it). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** One agent at a time on the cluster's node. */
@@ -27,6 +31,7 @@ export class ClusterAgent {
   readonly kubeconfig: string;
   readonly control: string;
   readonly scenario: string;
+  readonly env: Readonly<Record<string, string>>;
   process: AgentProcess | undefined;
   #client: MockControlClient | undefined;
 
@@ -38,6 +43,7 @@ export class ClusterAgent {
     this.kubeconfig = path.join(this.dir, 'kubeconfig');
     this.control = path.join(this.dir, 'mock.sock');
     this.scenario = path.join(PROJECT_ROOT, 'scenarios', `${o.scenario ?? '910b-8chip'}.json`);
+    this.env = o.env ?? {};
   }
 
   /** Prepares the agent's folder (device nodes, fault tables, kubeconfig); does not start it. */
@@ -49,7 +55,7 @@ export class ClusterAgent {
     for (const f of ['faultCode.json', 'faultCustomization.json']) {
       fs.copyFileSync(path.join(PROJECT_ROOT, f), path.join(a.dir, f));
     }
-    cluster.writeKubeconfig(a.kubeconfig, o.token);
+    cluster.writeKubeconfig(a.kubeconfig, o.token, o.server);
     return a;
   }
 
@@ -84,6 +90,7 @@ export class ClusterAgent {
         ASCEND_MOCK_CONTROL: this.control,
         // spec L.5: never the host's containerd
         CONTAINERD_ADDRESS: path.join(this.dir, 'containerd.sock'),
+        ...this.env,
       },
     });
     this.cluster.own(child);

@@ -278,6 +278,9 @@ export class Cluster {
       `--tls-private-key-file=${pki.servingKey}`,
       `--token-auth-file=${pki.tokenFile}`,
       '--authorization-mode=Node,RBAC',
+      // the default is false, which refuses every privileged container (the agent's DaemonSet is one); kubeadm,
+      // kind and the other installers set it
+      '--allow-privileged=true',
       // added to the default admission plugins (which stay on)
       '--enable-admission-plugins=NodeRestriction',
       `--service-account-issuer=${ISSUER}`,
@@ -432,28 +435,44 @@ export class Cluster {
     return this.kubeConfig().makeApiClient(k8s.CoreV1Api);
   }
 
-  /** Writes a kubeconfig file for `token` (mode 0600). */
-  writeKubeconfig(file: string, token = this.adminToken): string {
-    fs.writeFileSync(file, kubeconfigText(this.server, this.pki!.caPem, token), { mode: 0o600 });
+  /** Writes a kubeconfig file for `token` (mode 0600), for the apiserver or another `server` (a proxy of it). */
+  writeKubeconfig(file: string, token = this.adminToken, server = this.server): string {
+    fs.writeFileSync(file, kubeconfigText(server, this.pki!.caPem, token), { mode: 0o600 });
     return file;
   }
 
-  /** Runs kubectl as the admin; resolves with stdout, rejects with stderr. */
-  kubectl(args: readonly string[], input?: string): Promise<string> {
+  /** Runs kubectl as the admin, or with another `kubeconfig`; resolves with stdout, rejects with stderr. */
+  async kubectl(args: readonly string[], input?: string, kubeconfig = this.adminKubeconfig): Promise<string> {
+    const r = await this.kubectlRun(args, input, kubeconfig);
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr || `exit code ${r.code}`}`);
+    return r.stdout;
+  }
+
+  /**
+   * Runs kubectl and resolves with its exit code, stdout and stderr, whatever they are (some commands report a
+   * refusal on stderr and exit 0: `kubectl cordon`).
+   */
+  kubectlRun(
+    args: readonly string[],
+    input?: string,
+    kubeconfig = this.adminKubeconfig,
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
       const child = execFile(
         bin('kubectl'),
         // --cache-dir: not the discovery cache in ~/.kube
-        [`--kubeconfig=${this.adminKubeconfig}`, `--cache-dir=${path.join(this.runDir, 'kubectl-cache')}`, ...args],
+        [`--kubeconfig=${kubeconfig}`, `--cache-dir=${path.join(this.runDir, 'kubectl-cache')}`, ...args],
         {
           timeout: 30_000,
           maxBuffer: 16 * 1024 * 1024,
           env: { PATH: process.env.PATH, HOME: path.join(this.runDir, 'home') },
         },
-        (err, stdout, stderr) =>
-          err
-            ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`, { cause: err }))
-            : resolve(stdout),
+        (err, stdout, stderr) => {
+          const code = (err as { code?: unknown } | null)?.code;
+          if (err !== null && typeof code !== 'number') {
+            reject(new Error(`kubectl ${args.join(' ')}: ${err.message}`, { cause: err }));
+          } else resolve({ code: typeof code === 'number' ? code : 0, stdout, stderr });
+        },
       );
       if (input !== undefined) child.stdin?.end(input);
     });
