@@ -49,8 +49,9 @@ const CONFIGMAP_KEY_RE = /^[-._a-zA-Z0-9]+$/;
 export const CONFIGMAP_MAX_BYTES = 1024 * 1024;
 /**
  * etcd's default `--max-request-bytes` (1.5 MiB): a larger write fails in etcd, and kube-apiserver answers 500
- * `etcdserver: request is too large` (no reason). The stand-in measures the stored object's JSON, which on the real
- * server (protobuf in etcd) is within a few hundred bytes of the same threshold for a ConfigMap.
+ * `etcdserver: request is too large` (no reason). The real server stores protobuf, so the stand-in measures the
+ * object as protobuf would (`storedBytes`): strings by their UTF-8 bytes, `binaryData` decoded, a few bytes per field;
+ * not its JSON, where a control character costs six bytes (`\u0001`) and would refuse values the real server stores.
  */
 export const ETCD_MAX_REQUEST_BYTES = 1536 * 1024;
 
@@ -390,7 +391,7 @@ export class KubeStore {
     obj: KubeObject,
     previous: KubeObject | undefined,
   ): KubeObject {
-    if (Buffer.byteLength(JSON.stringify(obj)) > ETCD_MAX_REQUEST_BYTES) {
+    if (storedBytes(obj, false) > ETCD_MAX_REQUEST_BYTES) {
       throw new ApiError(500, '', 'etcdserver: request is too large');
     }
     obj.metadata!.resourceVersion = String(++this.#rv);
@@ -474,4 +475,19 @@ function validate(t: ResourceType, obj: KubeObject): void {
     }
   }
   validateDra(t, obj); // resource.k8s.io/v1: the real server's limits the agent relies on (kube-api-dra.ts)
+}
+
+/**
+ * About the size of `v` encoded as protobuf, as etcd receives it from kube-apiserver: UTF-8 bytes of strings, 8 per
+ * number, 2 bytes of tag and length per field or element; `binaryData` values (base64 in JSON) by their decoded size.
+ */
+function storedBytes(v: unknown, binary: boolean): number {
+  if (typeof v === 'string') return 2 + (binary ? Math.floor((v.length * 3) / 4) : Buffer.byteLength(v));
+  if (typeof v === 'number') return 8;
+  if (typeof v === 'boolean') return 2;
+  if (Array.isArray(v)) return v.reduce((n: number, e) => n + storedBytes(e, false), 2);
+  if (v === null || typeof v !== 'object') return 0;
+  let n = 2;
+  for (const [k, e] of Object.entries(v)) n += 2 + Buffer.byteLength(k) + storedBytes(e, binary || k === 'binaryData');
+  return n;
 }
