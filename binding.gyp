@@ -40,6 +40,7 @@
         "native/mock/mock_json.c",
         "native/mock/mock_model.c",
         "native/mock/mock_ports.c",
+        "native/mock/mock_state.c",
         "native/mock/mock_switch.c",
         "native/mock/mock_vdevice.c"
       ],

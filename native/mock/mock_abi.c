@@ -375,7 +375,7 @@ int dcmi_set_device_reset(int card_id, int device_id, enum dcmi_reset_channel ch
   if (rc) return model_leave(m, rc);
   if ((int)channel_type != OUTBAND_CHANNEL && (int)channel_type != INBAND_CHANNEL)
     return model_leave(m, DCMI_ERR_PARAM);
-  return model_leave(m, chip_reset(c));
+  return chip_reset_call(m, c);
 }
 
 int dcmi_get_device_boot_status(int card_id, int device_id, enum dcmi_boot_status *boot_status) {

@@ -196,7 +196,7 @@ int dcmiv2_reset_device(int dev_id, enum dcmi_reset_channel channel_type) {
   if (rc) return model_leave(m, rc);
   if ((int)channel_type != OUTBAND_CHANNEL && (int)channel_type != INBAND_CHANNEL)
     return model_leave(m, DCMI_ERR_PARAM);
-  return model_leave(m, chip_reset(c));
+  return chip_reset_call(m, c);
 }
 
 int dcmiv2_get_device_boot_status(int dev_id, enum dcmi_boot_status *boot_status) {

@@ -113,13 +113,17 @@ static void put_state(struct mock_model *m, mj_buf *b) {
                      "\"resetResult\":\"%s\",\"bootSeconds\":%g,\"bootStatus\":%d,",
                   c->link_up ? "UP" : "DOWN", c->processes, c->dropped ? "true" : "false", c->resets,
                   c->reset_attempts, reset_names[c->reset_mode], c->boot_seconds, chip_boot_status(c));
+    mj_buf_printf(b, "\"callSeconds\":%g,", c->call_seconds);
     if (c->has_ip) mj_buf_printf(b, "\"ip\":\"%u.%u.%u.%u\"", c->ip[0], c->ip[1], c->ip[2], c->ip[3]);
     else mj_buf_puts(b, "\"ip\":null");
     mj_buf_printf(b, ",\"roceTx\":%llu,\"roceRx\":%llu,", c->tx, c->rx);
     vdev_put_state(b, m->sc, c);
     mj_buf_puts(b, "}");
   }
-  mj_buf_printf(b, "],\"counters\":{\"subscribeCalls\":%llu,\"subscribed\":%s,\"eventsFired\":%llu,\"callsByName\":{",
+  mj_buf_puts(b, "],\"stateFile\":");
+  if (m->state_path) mj_buf_string(b, m->state_path);
+  else mj_buf_puts(b, "null");
+  mj_buf_printf(b, ",\"counters\":{\"subscribeCalls\":%llu,\"subscribed\":%s,\"eventsFired\":%llu,\"callsByName\":{",
                 __atomic_load_n(&m->subscribe_calls, __ATOMIC_RELAXED), m->sub.active ? "true" : "false",
                 __atomic_load_n(&m->events_fired, __ATOMIC_RELAXED));
   int first = 1;
@@ -190,7 +194,7 @@ static const char *const health_fields[] = {"op", "t", "logicId", "value", NULL}
 static const char *const link_fields[] = {"op", "t", "logicId", "status", NULL};
 static const char *const logic_fields[] = {"op", "t", "logicId", NULL};
 static const char *const processes_fields[] = {"op", "t", "logicId", "count", NULL};
-static const char *const reset_fields[] = {"op", "t", "logicId", "result", "bootSeconds", NULL};
+static const char *const reset_fields[] = {"op", "t", "logicId", "result", "bootSeconds", "callSeconds", NULL};
 static const char *const stat_fields[] = {"op", "t", "logicId", "tx", "rx", "growPerQuery", NULL};
 static const char *const roce_fields[] = {"op", "t", "phyId", NULL};
 
@@ -269,6 +273,7 @@ static int fault(struct request *r, int notify) {
   put_codes(&reply, c);
   int fire = notify && sub_matches(&s, &e);
   int serial = fire ? model_next_serial(r->m) : 0;
+  model_changed(r->m);
   pthread_mutex_unlock(&r->m->mu);
   if (fire) {
     struct dcmi_event tmpl;
@@ -309,6 +314,7 @@ static int op_burst(struct request *r) {
   bu->spec = e;
   bu->count = (long)count;
   bu->rate = rate;
+  model_changed(r->m);
   pthread_mutex_unlock(&r->m->mu);
   if (pthread_create(&bu->tid, NULL, burst_main, bu) != 0) {
     free(bu);
@@ -354,12 +360,14 @@ static int op_processes(struct request *r) {
 
 static int op_reset_result(struct request *r) {
   int mode;
-  double boot = 0;
+  double boot = 0, call = 0;
   if (get_choice(r->msg, r->req, "", "result", 1, reset_names, &mode) < 0 ||
-      get_num(r->msg, r->req, "", "bootSeconds", 0, 0, 86400, &boot) < 0)
+      get_num(r->msg, r->req, "", "bootSeconds", 0, 0, 86400, &boot) < 0 ||
+      get_num(r->msg, r->req, "", "callSeconds", 0, 0, 86400, &call) < 0)
     return OP_BAD;
   r->c->reset_mode = mode;
   r->c->boot_seconds = boot;
+  r->c->call_seconds = call;
   return OP_OK;
 }
 
@@ -478,7 +486,10 @@ static void run_request(struct request *r) {
   int rc = OP_BAD;
   if (!o->by_logic || (r->c = req_chip(m->sc, r->msg, r->req))) rc = o->run(r);
   if (rc == OP_DONE) return;
-  if (rc == OP_OK) mj_buf_printf(&r->cl->out, "{\"ok\":true,\"logicId\":%u}\n", r->c->logic_id);
+  if (rc == OP_OK) {
+    model_changed(m); /* every OP_OK op changes chip state (the state file, mock_state.h) */
+    mj_buf_printf(&r->cl->out, "{\"ok\":true,\"logicId\":%u}\n", r->c->logic_id);
+  }
   pthread_mutex_unlock(&m->mu);
   if (rc == OP_BAD) reply_error(r->cl, "%s", r->msg);
 }

@@ -6,6 +6,7 @@
 #include "mock_model.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "mock_json.h"
+#include "mock_state.h"
 #include "mock_vdevice.h"
 
 #define ROCE_DEFAULT_GROWTH 1000ULL
@@ -58,7 +60,7 @@ static const char *const elabel_fields[] = {"productName", "model", "manufacture
 static const char *const card_fields[] = {"cardId", "brotherCardId", "productType", "chips", NULL};
 static const char *const chip_fields[] = {"deviceId", "logicId", "phyId", "health", "errorCodes", "ip", "link",
                                           "processes", "affinityCpu", "pcieBus", "dropped", "resetResult",
-                                          "bootSeconds", "dieId", "ports", "urma", NULL};
+                                          "bootSeconds", "callSeconds", "dieId", "ports", "urma", NULL};
 
 /* scenario chip "urma": an array (<= 8) of URMA devices, each an array (<= 32) of 32-hex-digit EIDs */
 static int load_urma(char *msg, struct chip *c, const mj_value *o, const char *path) {
@@ -160,6 +162,7 @@ static int load_chip(char *msg, struct scenario *sc, struct card *cd, const mj_v
   if (get_bool(msg, o, path, "dropped", 0, &c->dropped) < 0) return -1;
   if (get_choice(msg, o, path, "resetResult", 0, reset_names, &c->reset_mode) < 0) return -1;
   if (get_num(msg, o, path, "bootSeconds", 0, 0, 86400, &c->boot_seconds) < 0) return -1;
+  if (get_num(msg, o, path, "callSeconds", 0, 0, 86400, &c->call_seconds) < 0) return -1;
   c->growth = ROCE_DEFAULT_GROWTH;
   char die[64];
   r = get_str(msg, o, path, "dieId", 0, 44, die, sizeof die);
@@ -380,8 +383,23 @@ int model_load(struct mock_model *m) {
   }
   struct scenario *sc = read_scenario(sp);
   if (!sc) return -1;
+  /* mock_state.h: the chips as a previous process left them, instead of the scenario's initial values */
+  const char *stp = getenv(MOCK_STATE_ENV);
+  char *state_path = NULL;
+  if (stp && stp[0]) {
+    char msg[MSG_LEN];
+    int bad = state_restore(sc, stp, msg) < 0;
+    if (bad || !(state_path = strdup(stp))) {
+      report_load_error(stp, bad ? msg : "out of memory");
+      free(sc);
+      return -1;
+    }
+  }
   pthread_mutex_lock(&m->mu);
   m->sc = sc;
+  m->state_path = state_path;
+  m->state_write_failed = 0;
+  state_save(m); /* the file exists from the first dcmi_init on */
   pthread_mutex_unlock(&m->mu);
   return 0;
 }
@@ -390,6 +408,8 @@ void model_unload(struct mock_model *m) {
   pthread_mutex_lock(&m->mu);
   struct scenario *sc = m->sc;
   m->sc = NULL;
+  free(m->state_path);
+  m->state_path = NULL;
   pthread_mutex_unlock(&m->mu);
   free(sc);
 }
@@ -398,6 +418,8 @@ void model_reset(struct mock_model *m) {
   pthread_mutex_lock(&m->mu);
   free(m->sc);
   m->sc = NULL;
+  free(m->state_path);
+  m->state_path = NULL;
   memset(&m->sub, 0, sizeof m->sub);
   __atomic_fetch_add(&m->sub_gen, 1, __ATOMIC_RELEASE);
   for (int i = 0; i < FN_COUNT; i++) __atomic_store_n(&m->calls[i], 0, __ATOMIC_RELAXED);
@@ -485,7 +507,7 @@ struct chip *chip_by_phy(struct scenario *sc, long long phy) {
 
 int chip_boot_status(const struct chip *c) {
   if (c->hung) return DCMI_BOOT_STATUS_OS;
-  if (c->boot_until_ns && mono_ns() < c->boot_until_ns) return DCMI_BOOT_STATUS_OS;
+  if (c->boot_until_ns && boot_ns() < c->boot_until_ns) return DCMI_BOOT_STATUS_OS;
   return DCMI_BOOT_STATUS_STARTED;
 }
 
@@ -515,10 +537,26 @@ int chip_reset(struct chip *c) {
   c->processes = 0;
   c->health = 0;
   c->hung = c->reset_mode == RESET_HANG;
-  unsigned long long boot = (unsigned long long)(c->boot_seconds * 1e9);
-  c->boot_until_ns = boot ? mono_ns() + boot : 0;
+  /* the boot starts when the call is made and ends bootSeconds after the call has returned */
+  unsigned long long boot = (unsigned long long)((c->call_seconds + c->boot_seconds) * 1e9);
+  c->boot_until_ns = boot ? boot_ns() + boot : 0;
   return DCMI_OK;
 }
+
+int chip_reset_call(struct mock_model *m, struct chip *c) {
+  int rc = chip_reset(c);
+  double call = c->call_seconds;
+  model_changed(m);
+  model_leave(m, rc);
+  if (call > 0) { /* on the caller's thread, without the lock: the control socket and other calls go on */
+    struct timespec ts = {(time_t)call, (long)((call - (double)(time_t)call) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+  return rc;
+}
+
+void model_changed(struct mock_model *m) { state_save(m); }
 
 void chip_roce_query(struct chip *c) {
   if (c->link_up) {

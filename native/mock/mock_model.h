@@ -63,9 +63,10 @@ struct chip {
   int dropped;
   int reset_mode; /* enum reset_mode */
   double boot_seconds;
+  double call_seconds; /* how long dcmi_set_device_reset blocks (the reset takes effect when it is called) */
   unsigned long long resets, reset_attempts;
   int hung;
-  unsigned long long boot_until_ns; /* 0 = not booting */
+  unsigned long long boot_until_ns; /* CLOCK_BOOTTIME deadline (boot_ns, mock_state.h); 0 = not booting */
   unsigned long long tx, rx, growth;
   int has_die; /* scenario "dieId": dcmi_get_device_die_v2 answers it (soft share, L.7) */
   unsigned die[DIE_ID_COUNT];
@@ -154,6 +155,9 @@ struct mock_model {
   unsigned long long lq_calls[3];     /* atomic: init, subscribe, get_fault_info */
   unsigned long long lq_events_fired; /* atomic */
   unsigned lq_serial;                 /* atomic */
+  /* the chip state file (mock_state.h), under mu: its path while loaded with ASCEND_MOCK_STATE set, else NULL */
+  char *state_path;
+  int state_write_failed; /* the last write failed (reported once until a write succeeds) */
 };
 
 /* The one model of the library. */
@@ -206,6 +210,11 @@ MOCK_API int chip_boot_status(const struct chip *c);
 MOCK_API int chip_apply_code(struct chip *c, unsigned code, int assertion);
 /* A reset as its resetResult says: DCMI_ERR_RESET_FAILED, or DCMI_OK with the chip clean (and maybe booting). */
 MOCK_API int chip_reset(struct chip *c);
+/* dcmi_set_device_reset's body, entered with mu held: chip_reset, the state saved, mu released (model_leave), then
+ * the call blocks for the chip's callSeconds (the reset is already under way, as in hardware). Returns the code. */
+MOCK_API int chip_reset_call(struct mock_model *m, struct chip *c);
+/* Records a change of chip state (mu held): writes the state file when there is one (mock_state.h). */
+MOCK_API void model_changed(struct mock_model *m);
 /* One read of the RoCE counters: they grow by the chip's growth while the link is UP. */
 MOCK_API void chip_roce_query(struct chip *c);
 

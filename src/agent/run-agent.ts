@@ -28,7 +28,7 @@ import { wireKubelet } from './wire-kubelet.js';
 import { wireMounts } from './wire-mounts.js';
 import { wirePods } from './wire-pods.js';
 import { openFaultFiles, wirePolicy } from './wire-policy.js';
-import { wireReset } from './wire-reset.js';
+import { restoreResetOverrides, wireReset } from './wire-reset.js';
 import { wireState } from './wire-state.js';
 
 export { AgentStartError, AgentStoppedError, EXIT } from './errors.js';
@@ -106,6 +106,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       events: api?.events,
     });
     const store = state.store;
+    restoreResetOverrides(ctx, store); // issue [T] item 4: a reset the previous run left in flight, from the first snapshot
     // 6. The health layer (events into the store), then the projections. The kubelet's subscribes first, so
     // kubelet gets each snapshot before the metrics, the ConfigMap queue and the Event queue (same turn).
     const health = await wireHealth(ctx, hw, store);

@@ -9,12 +9,13 @@ import { boundedText } from '../core/text.js';
 import { deviceUsageOf } from '../reset/rings.js';
 import { resetDcmiOf } from '../reset/dcmi-adapter.js';
 import { nodeAnnotationApi, resetConfigMapApi, ResetConfigMapWatcher } from '../reset/reset-kube.js';
+import { restartOverrides } from '../reset/restart-overrides.js';
 import { ResetRuntime, type ResetStatus } from '../reset/reset-runtime.js';
 import { resetStorePort } from '../reset/store-port.js';
 import type { ConfigMapApi, NodeAnnotationApi } from '../reset/types.js';
 import type { FaultConfigSource } from '../config/fault-config-source.js';
 import type { NodeStateStore } from '../state/store.js';
-import type { AgentContext } from './context.js';
+import type { AgentBase, AgentContext } from './context.js';
 import { withTimeout } from './lifecycle.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
@@ -116,4 +117,21 @@ export function wireReset(ctx: AgentContext, d: ResetDeps): ResetLayer {
     status: () => runtime.status(),
     stop: () => runtime.stop().catch((err: unknown) => log.warn({ error: message(err) }, 'reset stop')),
   };
+}
+
+/**
+ * Agent restart (issue [T] item 4, docs/hot-reset.md "Agent restart"): before the store's first snapshot reaches any
+ * output, the chips a reset of the previous run still holds get the overrides that run gave them (the reset layer,
+ * built later, replaces them with its own at its start).
+ */
+export function restoreResetOverrides(ctx: AgentBase, store: NodeStateStore): void {
+  const { flags, log } = ctx;
+  const o = restartOverrides(flags.stateDir, flags.hotReset === 1, log);
+  if (o.healthy.size === 0 && o.networkHealthy.size === 0 && o.recovering.size === 0) return;
+  const ids = (set: ReadonlySet<number>): number[] => [...set].sort((a, b) => a - b);
+  log.info(
+    { healthy: ids(o.healthy), recovering: ids(o.recovering) },
+    'resets of the previous run still hold chips: reported as they were until the reset layer resumes them',
+  );
+  store.setResetOverrides(o.healthy, o.networkHealthy, o.recovering);
 }

@@ -24,6 +24,12 @@ export interface PodView {
   readonly waitingMessages: readonly string[];
   /** `status.reason`, e.g. `UnexpectedAdmissionError`. */
   readonly statusReason?: string;
+  /**
+   * DRA: names of the pod's ResourceClaims (in its namespace): `status.resourceClaimStatuses[].resourceClaimName` and
+   * the claim the scheduler made for extended resources backed by a DeviceClass
+   * (`status.extendedResourceClaimStatus.resourceClaimName`). Absent when there is none.
+   */
+  readonly resourceClaims?: readonly string[];
 }
 
 /** Pods on this node, plus the one write the pick needs. */

@@ -43,8 +43,10 @@ export interface HccnToolProblem {
  * symbolic links (dcmi-abi.md §7), then the DCMI library's {@link checkTrustedFile}: the default location with every
  * rule of the §1.2 lookup (owner root or the agent's own uid, not writable by group or others, a regular file, and
  * each parent folder up to `/` owned and protected likewise), any other `-hccnTool` path with the rule of an explicit
- * `-dcmiLibrary` (architecture §4: a regular file not writable by group or others). Undefined when the tool may run;
- * otherwise the reason names the file and the rule.
+ * `-dcmiLibrary` (architecture §4, `checkExplicitPath`: a regular file owned by root or the agent's user, not writable
+ * by group or others, in folders no other user can write without the sticky bit). §7's "no symbolic link" is the
+ * stricter of the two on links, so it stays. Undefined when the tool may run; otherwise the reason names the file,
+ * or the folder, and the rule.
  */
 export function hccnToolProblem(
   toolPath: string,

@@ -1,7 +1,11 @@
 /**
  * Where `libdcmi.so` is loaded from, with the security checks of spec dcmi-abi.md §1.2 for the automatic lookup
- * and the explicit-path rule of architecture §4 for `-dcmiLibrary`. {@link checkTrustedFile} is the one check of a
- * file the (privileged) agent loads or executes; `hccn.ts` applies it to `-hccnTool` as well.
+ * and the explicit-path rule of architecture §4 for `-dcmiLibrary` (also `-switchLibrary`). {@link checkTrustedFile}
+ * is the one check of a file the (privileged) agent loads or executes; `hccn.ts` applies it to `-hccnTool` as well.
+ *
+ * The explicit-path rule (issue [T] item 3) walks the path one component at a time, as the kernel resolves it, so
+ * that every entry another user could swap is seen: each folder passed through, each symbolic link followed (and
+ * the folders its target passes through) and the file itself.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -26,6 +30,8 @@ export interface PathInspector {
   lstat(p: string): PathEntry | undefined;
   /** `realpath`: absolute and symlink-free */
   realpath(p: string): string;
+  /** `readlink`: the target text of one symbolic link (relative or absolute); throws when `p` is none */
+  readlink(p: string): string;
 }
 
 export const nodePathInspector: PathInspector = {
@@ -44,6 +50,7 @@ export const nodePathInspector: PathInspector = {
     }
   },
   realpath: (p) => fs.realpathSync(p),
+  readlink: (p) => fs.readlinkSync(p),
 };
 
 /** A candidate that failed a check, with the reason (reported to the operator, never dropped). */
@@ -180,8 +187,8 @@ export function runLdconfigCache(): Promise<string> {
 }
 
 /**
- * Finds the library to load. An explicit path must be a regular file not writable by group or others
- * (architecture §4); otherwise `LD_LIBRARY_PATH` then the ldconfig cache are searched with every check of
+ * Finds the library to load. An explicit path must pass {@link checkExplicitPath} (architecture §4) and is answered
+ * symlink-free, so the file loaded is the file checked; otherwise `LD_LIBRARY_PATH` then the ldconfig cache are searched with every check of
  * dcmi-abi.md §1.2, and the first candidate passing all checks wins.
  */
 export async function resolveDcmiLibrary(options: ResolveOptions): Promise<ResolvedLibrary> {
@@ -194,7 +201,7 @@ export async function resolveDcmiLibrary(options: ResolveOptions): Promise<Resol
         { path: p, reason: r.reason },
       ]);
     }
-    return { path: p, source: 'explicit', rejected: [] };
+    return { path: r.path, source: 'explicit', rejected: [] };
   }
   const rejected: RejectedCandidate[] = [];
   const tryAll = (candidates: string[]): string | undefined => {
@@ -219,8 +226,7 @@ export async function resolveDcmiLibrary(options: ResolveOptions): Promise<Resol
 
 /**
  * Which rules {@link checkTrustedFile} applies: `lookup` = every check of the automatic lookup (dcmi-abi.md §1.2,
- * {@link checkCandidate}); `explicit` = a path the operator named (architecture §4): a regular file (a symbolic link
- * is followed) not writable by group or others, its folders being the operator's choice.
+ * {@link checkCandidate}); `explicit` = a path the operator named (architecture §4, {@link checkExplicitPath}).
  */
 export type TrustRule = 'lookup' | 'explicit';
 
@@ -228,8 +234,9 @@ export type TrustRule = 'lookup' | 'explicit';
 export type TrustCheck = { ok: true; path: string } | { ok: false; reason: string };
 
 /**
- * The one check of a file the agent loads (`libdcmi.so`) or executes (`hccn_tool`) with its privileges. `lookup`
- * answers the symlink-free path; `explicit` answers `p` as given. The reason names the file and the rule broken.
+ * The one check of a file the agent loads (`libdcmi.so`, `liblingqu-dcmi.so`) or executes (`hccn_tool`) with its
+ * privileges. Both rules answer the symlink-free path, the one to load or run. The reason names the file and the
+ * rule broken.
  */
 export function checkTrustedFile(
   p: string,
@@ -237,21 +244,92 @@ export function checkTrustedFile(
   ownUid: number,
   inspector: PathInspector = nodePathInspector,
 ): TrustCheck {
-  if (rule === 'lookup') return checkCandidate(p, ownUid, inspector);
-  let resolved: string;
-  try {
-    resolved = inspector.realpath(p);
-  } catch (err) {
-    return { ok: false, reason: `cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
+  return rule === 'lookup' ? checkCandidate(p, ownUid, inspector) : checkExplicitPath(p, ownUid, inspector);
+}
+
+/** Symbolic links followed in one resolution before giving up (the kernel's limit, `ELOOP`). */
+const MAX_LINKS = 40;
+const STICKY = 0o1000;
+
+/**
+ * Architecture §4, the rule of an explicit `-dcmiLibrary`, `-switchLibrary` or `-hccnTool` (issue [T] item 3): the
+ * path is resolved one component at a time from `/`, and
+ * - the file it ends at is a regular file owned by root or the agent's own user, not writable by group or others;
+ * - every symbolic link followed on the way is owned by root or the agent's user (the link is resolved first, its
+ *   target checked like the rest of the path);
+ * - every folder passed through (those of the given path and those of each link's target, `/` included) is owned by
+ *   root or the agent's user and is not writable by group or others, unless it has the sticky bit (`/tmp`): there
+ *   only the owner of an entry may rename or remove it, so another user cannot replace ours.
+ * A build folder owned by the user who runs the tests passes. Every problem found is reported, the file's first,
+ * each naming its entry; a missing entry, a loop of links or a non-folder in the middle stops the walk.
+ */
+export function checkExplicitPath(p: string, ownUid: number, inspector: PathInspector = nodePathInspector): TrustCheck {
+  if (!path.isAbsolute(p)) return { ok: false, reason: 'must be an absolute path' };
+  const who = ownUid === 0 ? 'root' : `root or the agent's user (uid ${ownUid})`;
+  const fileProblems: string[] = [];
+  const otherProblems: string[] = [];
+  const seenFolders = new Set<string>();
+  const checkFolder = (dir: string, e: PathEntry): void => {
+    if (seenFolders.has(dir)) return;
+    seenFolders.add(dir);
+    if (!ownerOk(e.uid, ownUid)) {
+      otherProblems.push(`folder ${dir} is owned by uid ${e.uid}, not ${who}: that user can replace what it holds`);
+    } else if ((e.mode & GROUP_OR_OTHER_WRITE) !== 0 && (e.mode & STICKY) === 0) {
+      otherProblems.push(
+        `folder ${dir} is writable by group or others without the sticky bit (mode ${(e.mode & 0o7777).toString(8)}): ` +
+          'another user can replace what it holds; run chmod go-w (or chmod +t) on it',
+      );
+    }
+  };
+  const root = inspector.lstat('/');
+  if (!root) return { ok: false, reason: 'cannot be read: / cannot be read' };
+  checkFolder('/', root);
+  let todo = p.split('/').filter((c) => c !== '');
+  let cur = '/';
+  let links = 0;
+  let final: string | undefined;
+  while (todo.length > 0) {
+    const name = todo.shift()!;
+    if (name === '.') continue;
+    if (name === '..') {
+      cur = path.dirname(cur); // `cur` is symlink-free: its parent is the physical one, already checked
+      continue;
+    }
+    const next = path.join(cur, name);
+    const e = inspector.lstat(next);
+    if (!e) return { ok: false, reason: next === p ? 'cannot be read: ENOENT' : `cannot be read: ${next}: ENOENT` };
+    if (e.isSymbolicLink) {
+      if (++links > MAX_LINKS) return { ok: false, reason: `more than ${MAX_LINKS} symbolic links (ELOOP)` };
+      if (!ownerOk(e.uid, ownUid)) {
+        otherProblems.push(`symbolic link ${next} is owned by uid ${e.uid}, not ${who}: that user can redirect it`);
+      }
+      let target: string;
+      try {
+        target = inspector.readlink(next);
+      } catch (err) {
+        return { ok: false, reason: `cannot be read: ${next}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+      }
+      if (target.startsWith('/')) cur = '/';
+      todo = [...target.split('/').filter((c) => c !== ''), ...todo];
+      continue;
+    }
+    if (todo.length > 0) {
+      if (!e.isDirectory) return { ok: false, reason: `cannot be read: ${next} is not a folder (ENOTDIR)` };
+      checkFolder(next, e);
+      cur = next;
+      continue;
+    }
+    if (!e.isFile) return { ok: false, reason: next === p ? 'is not a regular file' : `${next} is not a regular file` };
+    final = next;
+    const subject = next === p ? '' : `resolves to ${next}, which `;
+    if (!ownerOk(e.uid, ownUid)) fileProblems.push(`${subject}is owned by uid ${e.uid}, not ${who}`);
+    if ((e.mode & GROUP_OR_OTHER_WRITE) !== 0) {
+      fileProblems.push(
+        `${subject}is writable by group or others (mode ${(e.mode & 0o777).toString(8)}); run chmod go-w on it`,
+      );
+    }
   }
-  const st = inspector.lstat(resolved);
-  if (!st) return { ok: false, reason: 'cannot be read: ENOENT' };
-  if (!st.isFile) return { ok: false, reason: 'is not a regular file' };
-  if ((st.mode & GROUP_OR_OTHER_WRITE) !== 0) {
-    return {
-      ok: false,
-      reason: `is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); run chmod go-w on it`,
-    };
-  }
-  return { ok: true, path: p };
+  if (final === undefined) return { ok: false, reason: 'is not a regular file' };
+  const problems = [...fileProblems, ...otherProblems];
+  return problems.length > 0 ? { ok: false, reason: problems.join('; ') } : { ok: true, path: final };
 }

@@ -410,6 +410,22 @@ export class KubeClient implements AgentCoreApi {
     return this.#call('PUT', () => `${leases(p.namespace)}/${seg(p.name)}`, p, p.body);
   }
 
+  /**
+   * Any other call of the agent (the DRA driver's `resource.k8s.io/v1` calls, src/dra/dra-api.ts): `path` from the
+   * API root, `query` as given; same bounds, errors and stale-socket retry as the calls above.
+   */
+  requestJson<T>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    options: {
+      readonly query?: Readonly<Record<string, string>>;
+      readonly body?: unknown;
+      readonly contentType?: string;
+    } = {},
+  ): Promise<T> {
+    return this.#call<T>(method, () => path, options.query ?? {}, options.body, options.contentType);
+  }
+
   /** The base URL of the API server (as configured, without a trailing slash). */
   get server(): string {
     return this.#access.server;

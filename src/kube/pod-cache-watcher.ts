@@ -64,9 +64,23 @@ export function podViewOf(p: k8s.V1Pod): CachedPod {
     deleting: p.metadata?.deletionTimestamp !== undefined && p.metadata?.deletionTimestamp !== null,
     waitingMessages: waiting,
     ...(p.status?.reason !== undefined ? { statusReason: p.status.reason } : {}),
+    ...claimsOf(p),
     phase: p.status?.phase ?? '',
     labels: labelsOf(p.metadata?.labels),
   };
+}
+
+/** A pod has at most this many claims in its status (the spec's own limit is far above what a pod uses). */
+const MAX_CLAIMS = 64;
+
+/** DRA: the pod's claim names ({@link PodView.resourceClaims}), each once; nothing when there is none. */
+function claimsOf(p: k8s.V1Pod): { resourceClaims?: string[] } {
+  const names = [
+    ...(p.status?.resourceClaimStatuses ?? []).map((c) => c.resourceClaimName),
+    p.status?.extendedResourceClaimStatus?.resourceClaimName,
+  ].filter((n): n is string => typeof n === 'string' && n !== '' && n.length <= 253);
+  const unique = [...new Set(names)].slice(0, MAX_CLAIMS);
+  return unique.length > 0 ? { resourceClaims: unique } : {};
 }
 
 /** Active = neither finished nor being deleted. */

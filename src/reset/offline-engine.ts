@@ -22,6 +22,10 @@
  * The "resetting" set is the shared {@link ResetCoordinator} (D4): every chip of the group is held for the whole
  * reset, so neither engine starts a second reset on the same group.
  *
+ * Agent restart (issue [T] item 4; docs/hot-reset.md "Agent restart"): with a {@link OfflineStateStore} the resets in
+ * flight and the token buckets are saved (the token and the reset before the DCMI call), and a new engine takes such a
+ * group back at construction, reports it rebooting and waits for its boot instead of resetting it again.
+ *
  * Differences from upstream (hot-reset.md §7): no isolation when a code survives the reset — the chip is only
  * re-synchronised and a later cycle decides again (item 6, HEAD behaviour); the out-of-band step runs only right
  * after this reset's in-band step failed, never from a remembered failure (items 7 and 8 cannot occur). The reset
@@ -32,6 +36,7 @@ import type { FaultLevel } from '../faults/levels.js';
 import { type Logger, NOOP_LOGGER } from '../core/logger.js';
 import { sleep, type Clock, type TimerHandle } from '../core/clock.js';
 import type { ResetCoordinator } from './coordinator.js';
+import type { OfflineResetPhase, OfflineResetRecord, OfflineStateStore } from './offline-state.js';
 import type { ResetDev, ResetInfoManager } from './reset-info.js';
 import { resetGroup } from './rings.js';
 import { ChipTokenBuckets } from './token-bucket.js';
@@ -122,6 +127,11 @@ export interface OfflineResetEngineOptions {
    * reports these chips Unhealthy and `-Recovering` while they reboot, so nothing is scheduled onto a booting chip).
    */
   readonly onResettingChange?: (chips: ReadonlySet<number>) => void;
+  /**
+   * Keeps the resets in flight and the token buckets across an agent restart (issue [T] item 4); without it both
+   * live in memory only, as upstream HEAD's.
+   */
+  readonly store?: OfflineStateStore;
 }
 
 /** Levels that make a chip a candidate (§J.2). */
@@ -170,11 +180,14 @@ export class OfflineResetEngine {
   private readonly chipById: ReadonlyMap<number, ResetChip>;
   private readonly excluded: (logicId: number) => boolean;
   private readonly state = new Map<number, OfflineChipState>();
+  /** Chip → monotonic ms its group was first seen free (the debounce record). */
   private readonly idleSince = new Map<number, number>();
   private readonly running = new Map<number, Running>();
+  /** Chip → wall-clock ms its running reset started (persisted: the boot limit left after a restart). */
+  private readonly startedAt = new Map<number, number>();
   private readonly resets = new Set<Promise<void>>();
   private readonly lastError = new Map<number, string>();
-  /** Chip → earliest retry time after a failed reset (§J.2 "a later cycle"). */
+  /** Chip → earliest retry, monotonic ms, after a failed reset (§J.2 "a later cycle"). */
   private readonly retryAt = new Map<number, number>();
   private readonly retryAfter: number;
   private readonly groupErrorLogged = new Set<number>();
@@ -201,6 +214,7 @@ export class OfflineResetEngine {
     this.tokens = new ChipTokenBuckets({ clock: o.clock, capacity: t.tokens, refillMs: t.refill });
     this.chipById = new Map(o.facts.chips.map((c) => [c.logicId, c]));
     this.excluded = o.isExcluded ?? (() => false);
+    this.restore();
   }
 
   /**
@@ -224,6 +238,8 @@ export class OfflineResetEngine {
 
   /** Every chip of the node, logic-id order. */
   status(): readonly OfflineChipStatus[] {
+    // internal times are monotonic (issue [T] item 1); the status shows them as wall times
+    const wallOf = (mono: number): number => this.o.clock.now() + (mono - this.o.clock.monotonic());
     return this.o.facts.chips.map((c) => {
       const id = c.logicId;
       const idleSince = this.idleSince.get(id);
@@ -234,10 +250,10 @@ export class OfflineResetEngine {
         logicId: id,
         state: this.state.get(id) ?? 'idle',
         tokens: this.tokens.peek(id),
-        ...(idleSince !== undefined && { idleSince }),
+        ...(idleSince !== undefined && { idleSince: wallOf(idleSince) }),
         ...(run && { group: run.group }),
         ...(err !== undefined && { lastError: err }),
-        ...(retryAt !== undefined && { retryAt }),
+        ...(retryAt !== undefined && { retryAt: wallOf(retryAt) }),
       };
     });
   }
@@ -394,7 +410,7 @@ export class OfflineResetEngine {
       this.rest(id);
       return;
     }
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     let since = this.idleSince.get(id);
     if (since === undefined) {
       since = now;
@@ -446,8 +462,10 @@ export class OfflineResetEngine {
   /** §J.2 executeReset; the group is held in the coordinator by the caller and released here. */
   private async executeReset(id: number, group: readonly number[]): Promise<void> {
     this.running.set(id, { group });
+    this.startedAt.set(id, this.o.clock.now());
     this.notifyResetting();
     this.setState(id, 'resetting');
+    this.persist(); // before the DCMI call: a restart must find the token used and the reset possibly under way
     this.log.info({ logicId: id, group }, 'offline reset: resetting chip');
     let err: Error | undefined;
     try {
@@ -455,11 +473,20 @@ export class OfflineResetEngine {
       if (err && this.o.facts.kind === 'Ascend910A3') {
         this.log.warn({ logicId: id, err: err.message }, 'offline reset: in-band reset failed, trying out-of-band');
         this.setState(id, 'outOfBand');
+        this.persist();
         err = await this.outOfBand(group);
       }
     } catch (e) {
       err = e instanceof Error ? e : new Error(String(e));
     }
+    this.finishReset(id, group, err, '');
+  }
+
+  /**
+   * The end of a reset, run here or resumed after a restart (`how` is added to the Event): success → re-sync, idle;
+   * failure → retried no sooner than `retryAfter`. The group leaves the coordinator and the persisted state.
+   */
+  private finishReset(id: number, group: readonly number[], err: Error | undefined, how: string): void {
     if (err === undefined) {
       this.idleSince.delete(id);
       this.lastError.delete(id);
@@ -467,9 +494,10 @@ export class OfflineResetEngine {
       this.o.hooks.markNeedsResync([id]);
     } else {
       // set before the resetting set changes below: that change runs a cycle at once (see the file comment)
-      this.retryAt.set(id, this.o.clock.now() + this.retryAfter);
+      this.retryAt.set(id, this.o.clock.monotonic() + this.retryAfter);
     }
     this.running.delete(id);
+    this.startedAt.delete(id);
     this.notifyResetting();
     try {
       this.o.coordinator.release(group, OFFLINE_OWNER);
@@ -478,22 +506,93 @@ export class OfflineResetEngine {
     }
     if (err === undefined) {
       this.setState(id, 'idle');
-      this.log.info({ logicId: id, group }, 'offline reset: chip reset, re-reading its faults');
+      this.persist();
+      this.log.info({ logicId: id, group }, `offline reset: chip reset${how}, re-reading its faults`);
       this.o.events({
         type: 'Normal',
         reason: 'OfflineResetSucceeded',
-        message: `chip logic ${id} reset (group ${group.join(',')}), ${this.tokens.peek(id)} resets left in the period`,
+        message: `chip logic ${id} reset${how} (group ${group.join(',')}), ${this.tokens.peek(id)} resets left in the period`,
       });
     } else {
       const why = explain(err);
       this.lastError.set(id, why);
       this.rest(id);
-      this.log.warn({ logicId: id, group, err: why }, 'offline reset: reset failed');
+      this.persist();
+      this.log.warn({ logicId: id, group, err: why }, `offline reset: reset failed${how}`);
       this.o.events({
         type: 'Warning',
         reason: 'OfflineResetFailed',
-        message: `chip logic ${id} (group ${group.join(',')}): ${why}; ${this.tokens.peek(id)} resets left in the period`,
+        message: `chip logic ${id} (group ${group.join(',')})${how}: ${why}; ${this.tokens.peek(id)} resets left in the period`,
       });
+    }
+  }
+
+  /**
+   * Agent restart (issue [T] item 4): the buckets and the resets in flight a previous run saved. Each such group is
+   * held again at once and reported as rebooting (Unhealthy, `-Recovering`), then its boot is waited for with what is
+   * left of the boot limit (the time since the reset started, by the wall clock, counted against it; at least one
+   * poll). The reset itself is never issued again: it was, or the process died before the call, and then the boot
+   * status is 16 at the first poll and the chip, still faulty, goes through a new idle period and needs a token.
+   */
+  private restore(): void {
+    const store = this.o.store;
+    let saved;
+    try {
+      saved = store?.load();
+    } catch (e) {
+      this.log.error({ err: e }, 'offline reset: saved state not readable, ignored');
+    }
+    if (saved === undefined) return;
+    for (const problem of this.tokens.restore(saved.buckets)) this.log.error(`offline reset: ${problem}; ignored`);
+    for (const r of saved.resets) {
+      if (!this.chipById.has(r.logicId) || r.group.some((g) => !this.chipById.has(g))) {
+        this.log.error({ record: r }, 'offline reset: a saved reset names chips this node does not have; ignored');
+        continue;
+      }
+      if (this.running.has(r.logicId) || !this.o.coordinator.tryAcquire(r.group, OFFLINE_OWNER)) {
+        this.log.error({ record: r }, 'offline reset: the group of a saved reset is already held; ignored');
+        continue;
+      }
+      this.running.set(r.logicId, { group: r.group });
+      this.startedAt.set(r.logicId, r.startedAt);
+      this.setState(r.logicId, 'waitingBoot');
+      const p = this.resumeReset(r).finally(() => this.resets.delete(p));
+      this.resets.add(p);
+    }
+    if (this.running.size > 0) this.notifyResetting();
+    this.persist();
+  }
+
+  private async resumeReset(r: OfflineResetRecord): Promise<void> {
+    const limit = r.phase === 'outOfBand' ? this.outband.bootLimit : this.o.timings.bootLimit;
+    const elapsed = Math.min(limit, Math.max(0, this.o.clock.now() - r.startedAt));
+    const left = Math.max(this.o.timings.pollInterval, limit - elapsed);
+    this.log.info(
+      { logicId: r.logicId, group: r.group, phase: r.phase, leftMs: left },
+      'offline reset: a reset was in flight when the agent stopped; waiting for its group to boot',
+    );
+    let err: Error | undefined;
+    try {
+      err = await this.waitBoot(r.group, left);
+    } catch (e) {
+      err = e instanceof Error ? e : new Error(String(e));
+    }
+    this.finishReset(r.logicId, r.group, err, ' (resumed after an agent restart)');
+  }
+
+  /** Saves the resets in flight and the buckets (no-op without a store). */
+  private persist(): void {
+    const store = this.o.store;
+    if (store === undefined) return;
+    const resets: OfflineResetRecord[] = [...this.running].map(([logicId, run]) => {
+      const s = this.state.get(logicId);
+      const phase: OfflineResetPhase = s === 'waitingBoot' || s === 'outOfBand' ? s : 'resetting';
+      return { logicId, group: run.group, startedAt: this.startedAt.get(logicId) ?? this.o.clock.now(), phase };
+    });
+    try {
+      store.save({ resets, buckets: this.tokens.exportState() });
+    } catch (e) {
+      this.log.error({ err: e }, 'offline reset: state not saved');
     }
   }
 
@@ -505,6 +604,7 @@ export class OfflineResetEngine {
       return new Error(`in-band reset of chip ${id} failed: ${explain(e)}`, { cause: e });
     }
     this.setState(id, 'waitingBoot');
+    this.persist();
     return this.waitBoot(group, this.o.timings.bootLimit);
   }
 
@@ -514,7 +614,7 @@ export class OfflineResetEngine {
    */
   private async waitBoot(group: readonly number[], limit: number): Promise<Error | undefined> {
     const interval = this.o.timings.pollInterval;
-    const deadline = this.o.clock.now() + limit;
+    const deadline = this.o.clock.monotonic() + limit;
     const pending = new Set(group);
     for (;;) {
       await sleep(this.o.clock, interval);
@@ -526,7 +626,7 @@ export class OfflineResetEngine {
         }
       }
       if (pending.size === 0) return undefined;
-      if (this.o.clock.now() + interval > deadline) {
+      if (this.o.clock.monotonic() + interval > deadline) {
         return new Error(`chips ${[...pending].join(',')} did not finish booting within ${limit / 1000} s`);
       }
     }
@@ -563,7 +663,7 @@ export class OfflineResetEngine {
    * next tick).
    */
   private armWake(candidates: readonly ChipResetView[]): void {
-    const now = this.o.clock.now();
+    const now = this.o.clock.monotonic();
     let at: number | undefined;
     for (const c of candidates) {
       const since = this.idleSince.get(c.logicId);
@@ -582,7 +682,7 @@ export class OfflineResetEngine {
     const handle = this.o.clock.setTimeout(() => {
       this.wake = undefined;
       void this.cycle(this.o.hooks.chips());
-    }, at - this.o.clock.now());
+    }, at - this.o.clock.monotonic());
     this.wake = { handle, at };
   }
 }

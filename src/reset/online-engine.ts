@@ -182,11 +182,17 @@ export class OnlineResetEngine {
   healthOverrides(): HealthOverrides {
     const healthy = new Set<number>();
     const networkHealthy = new Set<number>();
+    // Agent restart: until the first cycle (which waits for the pod and ConfigMap lists) the engine has no chip view
+    // and the ConfigMap cache may be empty; a resumed episode past its first write is trusted as saved, so the task's
+    // chips are not reported Unhealthy for the time the lists take (the task was told to stop, not to leave).
+    const beforeFirstCycle = this.#resumePending;
+    const chips = beforeFirstCycle ? new Map(this.#o.hooks.chips().map((c) => [c.logicId, c])) : this.#chips;
     for (const ep of this.#episodes.values()) {
       if (ep.abandoned !== undefined || ep.state === 'starting' || ep.outcome === 'failed') continue;
-      if (hasIsolateDecision(this.#o.configMaps.get(ep.namespace, resetConfigMapName(ep.task)))) continue;
+      const trusted = beforeFirstCycle && ep.resumed;
+      if (!trusted && hasIsolateDecision(this.#o.configMaps.get(ep.namespace, resetConfigMapName(ep.task)))) continue;
       for (const id of ep.rankChips) {
-        const view = this.#chips.get(id);
+        const view = chips.get(id);
         if (view === undefined || view.healthy) continue;
         healthy.add(id);
         for (const n of this.#networkGroup(id)) networkHealthy.add(n);
@@ -470,6 +476,12 @@ export class OnlineResetEngine {
     let outcome: Outcome = 'failed';
     try {
       if (ep.resumed) this.#reacquire(ep);
+      if (ep.resumed && ep.state === 'starting' && this.#firstWriteSeen(ep)) {
+        // the agent died after its first write reached the API but before it learned so: writing it again would
+        // add a second restart round (RetryTime + 1) the training side never had
+        this.#log.info({ task: ep.task }, 'resumed reset episode: its first write is already in the ConfigMap');
+        this.#enter(ep, flowStart(ep.initialPolicy));
+      }
       if (ep.resumed && ep.state !== 'starting') outcome = await this.#resume(ep);
       else if (!(await this.#preProcess(ep))) outcome = 'not-started';
       else if (ep.initialPolicy === 'restart_request') outcome = await this.#l2(ep);
@@ -494,6 +506,8 @@ export class OnlineResetEngine {
       if (task !== undefined) this.#problem(task, `first reset ConfigMap write failed: ${errorMessage(e)}`);
       return false;
     }
+    // saved at once past `starting`: a restart from here must not write the first state (RetryTime + 1) again
+    this.#enter(ep, flowStart(ep.initialPolicy));
     this.#log.info(
       { task: ep.task, policy: ep.policy, chips: ep.rankChips },
       `reset episode started (${ep.policy}, ranks ${ranks.map((r) => r.RankId).join(',')})`,
@@ -519,8 +533,8 @@ export class OnlineResetEngine {
   /** §3.5 L2 flow. */
   async #l2(ep: Episode): Promise<Outcome> {
     this.#enter(ep, 'selfHealing');
-    const deadline = this.#o.clock.now() + this.#o.timings.waitErrorCodeClean;
-    while (this.#o.clock.now() < deadline) {
+    const deadline = this.#o.clock.monotonic() + this.#o.timings.waitErrorCodeClean;
+    while (this.#o.clock.monotonic() < deadline) {
       await this.#refresh(ep);
       if (this.#atLeast(ep.list, 2).length === 0) return this.#recover(ep, 'restart_request', true);
       await this.#pause(ep, this.#o.timings.pollInterval);
@@ -567,6 +581,27 @@ export class OnlineResetEngine {
     if (ep.policy !== 'reset') await this.#upgrade(ep);
     await this.#resetStage(ep, true);
     return this.#recover(ep, 'reset', true);
+  }
+
+  /**
+   * Agent restart: whether the listed ConfigMap already holds the first write of an episode saved as `starting`: every
+   * rank of its RankList (by rank and logic id) `unrecovered` with the episode's policy, written since it started.
+   */
+  #firstWriteSeen(ep: Episode): boolean {
+    const cm = this.#o.configMaps.get(ep.namespace, resetConfigMapName(ep.task));
+    try {
+      const doc = parseResetJson(cm?.data['reset.json'] ?? '');
+      if (doc.UpdateTime * 1000 < ep.startedAt - 1000) return false;
+      const rankOf = new Map(ep.snapshot.map((r) => [r.logicId, r.rankId]));
+      return ep.rankChips.every((id) =>
+        doc.RankList.some(
+          (r) =>
+            r.LogicId === id && r.RankId === rankOf.get(id) && r.Status === 'unrecovered' && r.Policy === ep.policy,
+        ),
+      );
+    } catch {
+      return false;
+    }
   }
 
   /** A resumed episode whose ring could not be taken back at construction tries once more (D4). */
@@ -980,6 +1015,11 @@ export class OnlineResetEngine {
       this.#log.info({ task: r.task, state: r.state }, 'persisted reset episode found; resumed at the first cycle');
     });
   }
+}
+
+/** The first state of a flow after its first write: L2 polls for self-healing (§3.5), L3 and L5 wait for processes. */
+function flowStart(policy: FlowPolicy): TaskState {
+  return policy === 'restart_request' ? 'selfHealing' : 'waitingProcesses';
 }
 
 /** Each chip of `list` with the policy and codes of `views` (by logic id, D3); a chip not in `views` is kept. */

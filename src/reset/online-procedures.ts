@@ -88,9 +88,9 @@ export function processWaitChips(
  */
 export async function waitProcessesToZero(ctx: ProcedureContext, chips: readonly number[]): Promise<boolean> {
   const remaining = new Map<number, number>(chips.map((id) => [id, 1]));
-  const deadline = ctx.clock.now() + ctx.timings.waitProcessesToZero;
+  const deadline = ctx.clock.monotonic() + ctx.timings.waitProcessesToZero;
   for (;;) {
-    if (ctx.clock.now() >= deadline) return finalProcessQuery(ctx, remaining);
+    if (ctx.clock.monotonic() >= deadline) return finalProcessQuery(ctx, remaining);
     let allZero = true;
     for (const [id, last] of remaining) {
       if (last === 0) continue;
@@ -141,7 +141,7 @@ export async function isRingResetComplete(ctx: ProcedureContext, chip: number, c
   const ring = arithmeticRing(chip, ctx.ringSize, ctx.facts);
   let budget = 0;
   for (const id of ring) {
-    const deadline = ctx.clock.now() + ctx.timings.waitDeviceReset;
+    const deadline = ctx.clock.monotonic() + ctx.timings.waitDeviceReset;
     for (;;) {
       budget += 1;
       if (budget > ctx.timings.maxResetWaitPolls) {
@@ -160,7 +160,7 @@ export async function isRingResetComplete(ctx: ProcedureContext, chip: number, c
         ctx.checkpoint();
       }
       if (boot === BOOT_FINISHED && (!checkNet || (await networkReady(ctx, id)))) break;
-      if (ctx.clock.now() >= deadline) {
+      if (ctx.clock.monotonic() >= deadline) {
         throw new ResetStepError(
           `ring of chip ${chip}: chip ${id} not ready within ${ctx.timings.waitDeviceReset} ms ` +
             `(boot status ${boot}${boot === BOOT_FINISHED ? ', network not ready' : ''}) (§3.4.5)`,

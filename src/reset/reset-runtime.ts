@@ -8,18 +8,19 @@
  * Engine cycles are coalesced: any number of snapshots, pod or ConfigMap changes within one turn of the event loop
  * cause one cycle, and a cycle also runs every `listWatchPeriod` (the timers of the flows run on their own).
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { ResetCoordinator } from './coordinator.js';
 import { ResetFileSync } from './file-sync.js';
 import { DEFAULT_OFFLINE_TIMINGS, OfflineResetEngine } from './offline-engine.js';
+import { OfflineStateFile } from './offline-state.js';
 import { defaultOnlineTimings, OnlineResetEngine } from './online-engine.js';
 import { parseEpisodeRecord, type EpisodeRecord, type EpisodeStore, type OnlineStatus } from './online-types.js';
 import { isGraceToleranceSupported } from './policy.js';
 import { ResetConfigMapWriter } from './reset-configmap.js';
 import { ResetInfoManager } from './reset-info.js';
+import { JsonStateFile } from './state-file.js';
 import { onlineRingSize } from './rings.js';
 import { deviceAnnotationKey, discoverTasks, taskNameOf, type ResetTask } from './tasks.js';
 import type {
@@ -97,7 +98,10 @@ export interface ResetRuntimeOptions {
    */
   readonly configMapsSynced?: () => boolean;
   readonly logicIdOfPhy: (phyId: number) => number | undefined;
-  /** Folder for `reset-episodes.json` (online episodes survive a restart); undefined = not kept. */
+  /**
+   * Folder for `reset-episodes.json` (online episodes) and `offline-resets.json` (offline resets in flight, token
+   * buckets), so that they survive a restart; undefined = not kept.
+   */
   readonly stateDir?: string;
   /** Prefix of the host folders of §2.8. */
   readonly hostRoot: string;
@@ -118,54 +122,27 @@ const MAX_EPISODE_FILE_BYTES = 4 * 1024 * 1024;
 
 /** Online episodes in `<stateDir>/reset-episodes.json`, written atomically; a bad file is set aside, not trusted. */
 export class EpisodeFileStore implements EpisodeStore {
-  readonly #file: string;
-  readonly #log: Logger;
+  readonly #file: JsonStateFile<EpisodeRecord[]>;
 
   constructor(stateDir: string, logger: Logger = NOOP_LOGGER) {
-    this.#file = path.join(stateDir, EPISODE_FILE);
-    this.#log = logger;
+    this.#file = new JsonStateFile({
+      file: path.join(stateDir, EPISODE_FILE),
+      maxBytes: MAX_EPISODE_FILE_BYTES,
+      what: 'reset episodes',
+      logger,
+      parse: (raw) => {
+        if (!Array.isArray(raw)) throw new Error('not a JSON array');
+        return raw.map((r, i) => parseEpisodeRecord(r, i));
+      },
+    });
   }
 
   load(): EpisodeRecord[] | undefined {
-    let text: string;
-    try {
-      const st = fs.statSync(this.#file);
-      if (st.size > MAX_EPISODE_FILE_BYTES) throw new Error(`larger than ${MAX_EPISODE_FILE_BYTES} bytes`);
-      text = fs.readFileSync(this.#file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      this.#setAside(`cannot be read: ${(err as Error).message}`);
-      return undefined;
-    }
-    try {
-      const raw: unknown = JSON.parse(text);
-      if (!Array.isArray(raw)) throw new Error('not a JSON array');
-      return raw.map((r, i) => parseEpisodeRecord(r, i));
-    } catch (err) {
-      this.#setAside((err as Error).message);
-      return undefined;
-    }
+    return this.#file.load();
   }
 
   save(records: EpisodeRecord[]): void {
-    const tmp = `${this.#file}.tmp`;
-    try {
-      fs.mkdirSync(path.dirname(this.#file), { recursive: true, mode: 0o700 });
-      fs.writeFileSync(tmp, JSON.stringify(records), { mode: 0o600 });
-      fs.renameSync(tmp, this.#file);
-    } catch (err) {
-      this.#log.error({ file: this.#file, err: (err as Error).message }, 'cannot save the reset episodes');
-    }
-  }
-
-  #setAside(why: string): void {
-    const aside = `${this.#file}.corrupt-${Date.now()}`;
-    this.#log.error({ file: this.#file, why, movedTo: aside }, 'reset episode file ignored');
-    try {
-      fs.renameSync(this.#file, aside);
-    } catch {
-      /* already gone */
-    }
+    this.#file.save(records);
   }
 }
 
@@ -297,6 +274,7 @@ export class ResetRuntime {
         this.#recovering = chips;
         this.#pushOverrides();
       },
+      ...(options.stateDir !== undefined ? { store: new OfflineStateFile(options.stateDir, this.#log) } : {}),
     });
     // §2.8: the file landing runs on every 910-family node, whatever the mode.
     if (ringSize > 0) {
@@ -319,6 +297,9 @@ export class ResetRuntime {
     if (!this.#stopped) return;
     this.#stopped = false;
     this.#unsubscribe = this.#o.store.onChange(() => this.#schedule());
+    // agent restart: resumed episodes and resets in flight are reported from the first snapshot, not from the
+    // first cycle (which waits for the pod and ConfigMap lists)
+    this.#pushOverrides();
     this.podsChanged();
     this.#armPeriod();
   }

@@ -20,6 +20,7 @@ import {
   type LabelSelector,
   type ResourceType,
 } from './kube-api-types.js';
+import { validateDra } from './kube-api-dra.js';
 import { decodeTimes } from './kube-api-validate.js';
 
 /** Watch event types. */
@@ -456,4 +457,5 @@ function validate(t: ResourceType, obj: KubeObject): void {
     if (size > CONFIGMAP_MAX_BYTES)
       throw invalid(t, name, '[]', `Too long: must have at most ${CONFIGMAP_MAX_BYTES} bytes`);
   }
+  validateDra(t, obj); // resource.k8s.io/v1: the real server's limits the agent relies on (kube-api-dra.ts)
 }

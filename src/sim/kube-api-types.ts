@@ -134,6 +134,60 @@ export const VOLCANO_PODGROUPS: ResourceType = {
   statusSubresource: true,
 };
 
+/** `resource.k8s.io/v1` (DRA, issue [DRA]); not served unless passed in `resources` (see {@link DRA_RESOURCES}). */
+export const DEVICE_CLASSES: ResourceType = {
+  group: 'resource.k8s.io',
+  version: 'v1',
+  plural: 'deviceclasses',
+  singular: 'deviceclass',
+  kind: 'DeviceClass',
+  namespaced: false,
+};
+export const RESOURCE_CLAIMS: ResourceType = {
+  group: 'resource.k8s.io',
+  version: 'v1',
+  plural: 'resourceclaims',
+  singular: 'resourceclaim',
+  kind: 'ResourceClaim',
+  namespaced: true,
+  statusSubresource: true,
+};
+export const RESOURCE_CLAIM_TEMPLATES: ResourceType = {
+  group: 'resource.k8s.io',
+  version: 'v1',
+  plural: 'resourceclaimtemplates',
+  singular: 'resourceclaimtemplate',
+  kind: 'ResourceClaimTemplate',
+  namespaced: true,
+};
+export const RESOURCE_SLICES: ResourceType = {
+  group: 'resource.k8s.io',
+  version: 'v1',
+  plural: 'resourceslices',
+  singular: 'resourceslice',
+  kind: 'ResourceSlice',
+  namespaced: false,
+};
+export const DEVICE_TAINT_RULES: ResourceType = {
+  group: 'resource.k8s.io',
+  version: 'v1',
+  plural: 'devicetaintrules',
+  singular: 'devicetaintrule',
+  kind: 'DeviceTaintRule',
+  namespaced: false,
+  statusSubresource: true,
+};
+/**
+ * The DRA types, for `extraResources`. Their validation (the limits of the real server the agent relies on) is in
+ * `kube-api-dra.ts`.
+ */
+export const DRA_RESOURCES: readonly ResourceType[] = [
+  DEVICE_CLASSES,
+  RESOURCE_CLAIMS,
+  RESOURCE_CLAIM_TEMPLATES,
+  RESOURCE_SLICES,
+  DEVICE_TAINT_RULES,
+];
 /** `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicies: served in the `admissionPolicies` mode. */
 export const VALIDATING_ADMISSION_POLICIES: ResourceType = {
   group: 'admissionregistration.k8s.io',

@@ -101,6 +101,9 @@ function fakeTree(entries: Record<string, Partial<PathEntry>>): PathInspector {
       if (!entries[p]) throw Object.assign(new Error(`ENOENT ${p}`), { code: 'ENOENT' });
       return p;
     },
+    readlink(p) {
+      throw Object.assign(new Error(`EINVAL ${p}`), { code: 'EINVAL' });
+    },
   };
 }
 

@@ -367,7 +367,10 @@ const bindingsOf = (name: string): BindingObject[] =>
 
 describe('issue [R] item 1: the shipped admission policies evaluate without error', () => {
   test('deploy/rendered holds both policies, each with a binding', () => {
-    expect(POLICIES.map((p) => (p.doc.metadata as Doc).name).sort()).toEqual([CENTER_POLICY, AGENT_POLICY].sort());
+    // and the DRA component's own (deploy/rendered/dra.yaml; its cases: test/deploy/dra-admission-policy-cel.test.ts)
+    expect(POLICIES.map((p) => (p.doc.metadata as Doc).name).sort()).toEqual(
+      [CENTER_POLICY, AGENT_POLICY, 'ascend-npu-agent-own-slices'].sort(),
+    );
     for (const p of POLICIES) expect(bindingsOf(String((p.doc.metadata as Doc).name))).toHaveLength(1);
   });
 

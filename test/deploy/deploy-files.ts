@@ -21,13 +21,26 @@ export const RBAC_RENDERED: readonly string[] = ['deploy/rendered/910.yaml', 'de
  */
 export const RBAC_RENDERED_A5: readonly string[] = ['deploy/rendered/a5.yaml'];
 
+/**
+ * The RBAC test/deploy/dra-rbac.test.ts enforces: what `kubectl apply -k deploy/overlays/dra` creates (the agent as
+ * the DRA driver npu.huawei.com: the 910 RBAC plus ResourceSlices and claims).
+ */
+export const RBAC_RENDERED_DRA: readonly string[] = ['deploy/rendered/dra.yaml'];
+
 /** The RBAC sources the overlays render (test/sim/deploy-admission-policy.test.ts reads them). */
 export const RBAC_SOURCES: readonly string[] = [
   'deploy/agent/rbac.yaml',
   'deploy/components/chip-reset/rbac-reset.yaml',
   'deploy/components/a5-node-status/rbac-node-status.yaml',
+  'deploy/components/dra/rbac-dra.yaml',
   'deploy/fault-center/rbac.yaml',
 ];
+
+/**
+ * The admission policy of the DRA component (deploy/components/dra): part of the dra overlay itself, not opt-in
+ * (the DRA API needs Kubernetes >= 1.34, where policies and node names in tokens are always there).
+ */
+export const DRA_POLICY_SOURCES: readonly string[] = ['deploy/components/dra/admission-policy.yaml'];
 
 /** The admission policies (opt-in components, Kubernetes >= 1.30): agent first, then the fault center. */
 export const POLICY_SOURCES: readonly string[] = [

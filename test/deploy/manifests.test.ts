@@ -28,10 +28,12 @@ import { startObservabilityServer } from '../../src/observability/http-server.js
 import { landedPaths } from '../../src/reset/file-sync.js';
 import { parseRbacYaml, loadRbacFiles, type RbacPolicy } from '../../src/sim/kube-api-rbac.js';
 import {
+  DRA_POLICY_SOURCES,
   OVERLAYS_DIR,
   POLICY_SOURCES,
   RBAC_RENDERED,
   RBAC_RENDERED_A5,
+  RBAC_RENDERED_DRA,
   RBAC_SOURCES,
   RENDERED_DIR,
 } from './deploy-files.js';
@@ -194,16 +196,19 @@ describe('issue [I] 4 kustomize overlays and the rendered YAML committed beside 
 });
 
 describe('issue [I] 5 every rendered object validates against the Kubernetes schemas (offline)', () => {
-  test.each(coreObjects.map(([o, id, d]) => [o, id, d]))(
-    '%s: %s validates against the OpenAPI schema (kubernetes-models)',
-    async (_o, _id, d) => {
-      const doc = d as Obj;
-      const mod = (await import(`kubernetes-models/${String(doc.apiVersion)}`)) as Record<string, unknown>;
-      const Model = mod[String(doc.kind)] as (new (data: Obj) => { validate(): void }) | undefined;
-      if (Model === undefined) throw new Error(`no Kubernetes model for ${String(doc.apiVersion)} ${String(doc.kind)}`);
-      expect(() => new Model(doc).validate()).not.toThrow();
-    },
-  );
+  // kubernetes-models has the schemas of Kubernetes 1.33, without resource.k8s.io/v1 (GA in 1.34): the DRA objects
+  // are checked by test/deploy/dra-manifests.test.ts and applied to the real API server by test/k8s/dra.
+  test.each(
+    coreObjects
+      .filter(([, , d]) => !String(d.apiVersion).startsWith('resource.k8s.io/'))
+      .map(([o, id, d]) => [o, id, d]),
+  )('%s: %s validates against the OpenAPI schema (kubernetes-models)', async (_o, _id, d) => {
+    const doc = d as Obj;
+    const mod = (await import(`kubernetes-models/${String(doc.apiVersion)}`)) as Record<string, unknown>;
+    const Model = mod[String(doc.kind)] as (new (data: Obj) => { validate(): void }) | undefined;
+    if (Model === undefined) throw new Error(`no Kubernetes model for ${String(doc.apiVersion)} ${String(doc.kind)}`);
+    expect(() => new Model(doc).validate()).not.toThrow();
+  });
 
   test('the schema check refuses a wrong type and a missing required field (so it does check)', async () => {
     const { DaemonSet } = await import('kubernetes-models/apps/v1');
@@ -504,9 +509,9 @@ describe('issue [I] 5 the RBAC the integration test enforces is the rendered RBA
         ...p.bindings.map((b) => JSON.stringify([b.kind, b.namespace ?? '', b.name, b.roleRef, b.subjects])),
       ]),
     ].sort();
-  // rbac.test.ts (910 + fault center) and rbac-a5.test.ts (the A5 agent) together
+  // rbac.test.ts (910 + fault center), rbac-a5.test.ts (the A5 agent) and dra-rbac.test.ts (the DRA driver) together
   const enforced = (): RbacPolicy =>
-    loadRbacFiles([...RBAC_RENDERED, ...RBAC_RENDERED_A5].map((f) => path.join(PROJECT_ROOT, f)));
+    loadRbacFiles([...RBAC_RENDERED, ...RBAC_RENDERED_A5, ...RBAC_RENDERED_DRA].map((f) => path.join(PROJECT_ROOT, f)));
 
   test('test/integration/rbac.test.ts enforces RBAC_RENDERED: deploy/rendered/910.yaml and fault-center.yaml', () => {
     const text = fs.readFileSync(path.join(PROJECT_ROOT, 'test/integration/rbac.test.ts'), 'utf8');
@@ -518,6 +523,12 @@ describe('issue [I] 5 the RBAC the integration test enforces is the rendered RBA
     const text = fs.readFileSync(path.join(PROJECT_ROOT, 'test/integration/rbac-a5.test.ts'), 'utf8');
     expect(/\bloadRbacFiles\(RBAC_RENDERED_A5\b/.test(text)).toBe(true);
     expect(RBAC_RENDERED_A5).toEqual([`${RENDERED_DIR}/a5.yaml`]);
+  });
+
+  test('test/deploy/dra-rbac.test.ts enforces RBAC_RENDERED_DRA: deploy/rendered/dra.yaml', () => {
+    const text = fs.readFileSync(path.join(PROJECT_ROOT, 'test/deploy/dra-rbac.test.ts'), 'utf8');
+    expect(/\bloadRbacFiles\(RBAC_RENDERED_DRA\b/.test(text)).toBe(true);
+    expect(RBAC_RENDERED_DRA).toEqual([`${RENDERED_DIR}/dra.yaml`]);
   });
 
   test.each(overlays.map((o) => [o]))('%s: every RBAC object it creates is one the integration test enforces', (o) => {
@@ -534,13 +545,16 @@ describe('issue [I] 5 the RBAC the integration test enforces is the rendered RBA
     const sources = POLICY_SOURCES.flatMap((f) => docsOfText(fs.readFileSync(path.join(PROJECT_ROOT, f), 'utf8')));
     expect(objectsOf('admission-policies').map(idOf).sort()).toEqual(sources.map(idOf).sort());
     for (const d of sources) expect(objectsOf('admission-policies').find((r) => idOf(r) === idOf(d))).toEqual(d);
-    // opt-in: no other overlay carries a policy (Kubernetes >= 1.30 only)
+    // opt-in: no other overlay carries a policy (Kubernetes >= 1.30 only), but the DRA overlay its own (>= 1.34)
+    const draPolicies = DRA_POLICY_SOURCES.flatMap((f) =>
+      docsOfText(fs.readFileSync(path.join(PROJECT_ROOT, f), 'utf8')),
+    );
     for (const o of overlays.filter((x) => x !== 'admission-policies')) {
       expect(
         objectsOf(o)
           .filter((d) => String(d.apiVersion).startsWith('admissionregistration'))
           .map(idOf),
-      ).toEqual([]);
+      ).toEqual(o === 'dra' ? draPolicies.map(idOf) : []);
     }
   });
 });

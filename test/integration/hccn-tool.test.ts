@@ -45,6 +45,8 @@ describe('issue [K] 9 -hccnTool file checks in the agent', () => {
     );
     expect(refused.msg).toBe(
       `-hccnTool refused: ${t.tool}: is writable by group or others (mode 777); run chmod go-w on it; ` +
+        `folder ${path.dirname(t.tool)} is writable by group or others without the sticky bit (mode 777): another ` +
+        'user can replace what it holds; run chmod go-w (or chmod +t) on it; ' +
         'link-status checks and RoCE hang sampling are off for this run',
     );
     // several link-query intervals pass (8 chips, 1 s each): nothing runs the tool

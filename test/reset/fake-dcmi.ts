@@ -7,7 +7,8 @@
  * - A successful (`ok`) reset of a chip makes every chip of `affects(chip)` (default: the chip alone; the option
  *   `affects` models ring resets) report boot status 3 for their `bootSeconds`, then 16. `hang`: the call succeeds
  *   but those chips never finish booting. `fail`: the call rejects with `resetFailCode`.
- * - `calls` logs every call (`fn`, `logicId`, `arg`, `at` = clock time); `count(fn, logicId?)` counts them.
+ * - `calls` logs every call (`fn`, `logicId`, `arg`, `at` = wall time, `mono` = monotonic time); `count(fn,
+ *   logicId?)` counts them. Boots last `bootSeconds` of monotonic time, as hardware ignores the wall clock.
  *
  * Every rejection is a {@link FakeDcmiError} carrying the numeric `code`, like the real port.
  */
@@ -47,6 +48,7 @@ export interface FakeCall {
   readonly logicId: number;
   readonly arg?: unknown;
   readonly at: number;
+  readonly mono: number;
 }
 
 export interface FakeResetDcmiOptions {
@@ -113,7 +115,13 @@ export class FakeResetDcmi implements ResetDcmi {
   }
 
   private enter(fn: DcmiFn, logicId: number, arg?: unknown): FakeChip {
-    this.calls.push({ fn, logicId, at: this.o.clock.now(), ...(arg !== undefined && { arg }) });
+    this.calls.push({
+      fn,
+      logicId,
+      at: this.o.clock.now(),
+      mono: this.o.clock.monotonic(),
+      ...(arg !== undefined && { arg }),
+    });
     const c = this.chip(logicId);
     const code = c.errors[fn];
     if (code !== undefined) throw new FakeDcmiError(code, fn, logicId);
@@ -125,7 +133,7 @@ export class FakeResetDcmi implements ResetDcmi {
       const c = this.enter('setDeviceReset', logicId, channel);
       const outcome = c.reset[channel];
       if (outcome === 'fail') throw new FakeDcmiError(this.o.resetFailCode ?? -8020, 'setDeviceReset', logicId);
-      const now = this.o.clock.now();
+      const now = this.o.clock.monotonic();
       for (const id of this.o.affects?.(logicId) ?? [logicId]) {
         this.bootUntil.set(id, outcome === 'hang' ? Infinity : now + this.chip(id).bootSeconds * 1000);
       }
@@ -136,7 +144,7 @@ export class FakeResetDcmi implements ResetDcmi {
     return answer(() => {
       this.enter('getBootStatus', logicId);
       const until = this.bootUntil.get(logicId);
-      return until !== undefined && this.o.clock.now() < until ? BOOTING : BOOTED;
+      return until !== undefined && this.o.clock.monotonic() < until ? BOOTING : BOOTED;
     });
   }
 

@@ -8,6 +8,7 @@ import {
   OfflineResetEngine,
   type OfflineChipState,
 } from '../../src/reset/offline-engine.js';
+import type { OfflineState, OfflineStateStore } from '../../src/reset/offline-state.js';
 import { ResetInfoManager, encodeResetInfo, type ResetDev } from '../../src/reset/reset-info.js';
 import { resetGroup } from '../../src/reset/rings.js';
 import type {
@@ -46,6 +47,10 @@ interface SetupOptions {
   annotation?: string;
   onResettingChange?: (chips: ReadonlySet<number>) => void;
   retryAfter?: number;
+  /** Keeps the resets in flight and the buckets (agent restart, issue [T] item 4). */
+  store?: OfflineStateStore;
+  /** An agent restart: the new engine gets this harness's clock, DCMI and chip views (a new coordinator). */
+  from?: { clock: FakeClock; dcmi: FakeResetDcmi; views: Map<number, ChipResetView> };
 }
 
 /** A node of `n` chips (logic = phy id; 910A3: card ⌊id/2⌋ die id mod 2, brother cards 0↔1, 2↔3, …). */
@@ -66,17 +71,19 @@ function setup(o: SetupOptions = {}) {
     chips,
     ...(a3 && { brotherCardOf: (card: number) => card ^ 1 }),
   };
-  const clock = new FakeClock();
+  const clock = o.from?.clock ?? new FakeClock();
   const ids = chips.map((c) => c.logicId);
-  const dcmi = new FakeResetDcmi({ clock, chips: ids, affects: (id) => resetGroup(facts, id) });
+  const dcmi = o.from?.dcmi ?? new FakeResetDcmi({ clock, chips: ids, affects: (id) => resetGroup(facts, id) });
   const coordinator = new ResetCoordinator();
   const node = new FakeNode(o.annotation);
   const resetInfo = new ResetInfoManager({ api: node, clock });
   const resynced: number[][] = [];
   const events: ResetEvent[] = [];
-  const views = new Map<number, ChipResetView>(
-    ids.map((id) => [id, { logicId: id, level: 'NormalNPU', codes: [], healthy: true, podUsed: false }]),
-  );
+  const views =
+    o.from?.views ??
+    new Map<number, ChipResetView>(
+      ids.map((id) => [id, { logicId: id, level: 'NormalNPU', codes: [], healthy: true, podUsed: false }]),
+    );
   const snapshot = (): ChipResetView[] => [...views.values()];
   const excluded = new Set(o.excluded ?? []);
   const engine = new OfflineResetEngine({
@@ -92,9 +99,11 @@ function setup(o: SetupOptions = {}) {
     isExcluded: (id) => excluded.has(id),
     ...(o.onResettingChange ? { onResettingChange: o.onResettingChange } : {}),
     ...(o.retryAfter !== undefined ? { retryAfter: o.retryAfter } : {}),
+    ...(o.store ? { store: o.store } : {}),
   });
   const h = {
     clock,
+    views,
     dcmi,
     coordinator,
     node,
@@ -128,6 +137,19 @@ function setup(o: SetupOptions = {}) {
       dcmi.callsOf('setDeviceReset').filter((c) => c.arg === channel),
   };
   return h;
+}
+
+type Harness = ReturnType<typeof setup>;
+
+/** In-memory {@link OfflineStateStore}. */
+class MemoryOfflineStore implements OfflineStateStore {
+  state: OfflineState | undefined;
+  load(): OfflineState | undefined {
+    return this.state === undefined ? undefined : structuredClone(this.state);
+  }
+  save(state: OfflineState): void {
+    this.state = structuredClone(state);
+  }
 }
 
 const manualOf = (text: string | undefined): number[] =>
@@ -623,6 +645,206 @@ describe('offline engine: ResetInfo (§J.7, HR-27)', () => {
     await h.resetInfo.whenIdle();
     expect(h.dcmi.calls).toEqual([]);
     expect(h.node.writes).toEqual([encodeResetInfo({ ThirdPartyResetDevs: [], ManualResetDevs: [] })]);
+  });
+});
+
+describe('offline engine: intervals on the monotonic clock (issue [T] item 1)', () => {
+  /** The monotonic times of the in-band resets, relative to `t0`. */
+  const resetsSince = (h: ReturnType<typeof setup>, t0: number): number[] => h.resets().map((c) => c.mono - t0);
+
+  test('§J.2 the 60 s debounce holds with the wall clock stepped back one hour in the middle', async () => {
+    const h = setup();
+    h.fault(3);
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(30 * S);
+    h.clock.stepWall(-H);
+    await h.cycle();
+    await h.clock.advance(30 * S);
+    expect(resetsSince(h, t0)).toEqual([60 * S]);
+  });
+
+  test('§J.2 the debounce is not cut short by the wall clock stepped forward one hour', async () => {
+    const h = setup();
+    h.fault(3);
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(10 * S);
+    h.clock.stepWall(H);
+    await h.cycle();
+    expect(h.resets()).toHaveLength(0);
+    await h.clock.advance(50 * S);
+    expect(resetsSince(h, t0)).toEqual([60 * S]);
+  });
+
+  test('§J.2 the debounce and the boot wait run with the wall clock frozen', async () => {
+    const h = setup();
+    h.dcmi.setAll([0, 1, 2, 3, 4, 5, 6, 7], { bootSeconds: 5 });
+    h.clock.freezeWall();
+    h.fault(3);
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    expect(resetsSince(h, t0)).toEqual([60 * S]);
+    await h.clock.advance(6 * S);
+    expect(h.events.map((e) => e.reason)).toEqual(['OfflineResetSucceeded']);
+    expect(h.coordinator.resetting().size).toBe(0);
+  });
+
+  test('§J.2 a hanging boot fails after 180 s of monotonic time although the wall clock went back an hour', async () => {
+    const h = setup();
+    h.dcmi.set(2, { reset: { inband: 'hang', outband: 'ok' } });
+    h.fault(2);
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    const start = h.resets()[0]!.mono;
+    await h.clock.advance(90 * S);
+    h.clock.stepWall(-H);
+    await h.clock.advance(89 * S);
+    expect(h.state(2)).toBe('waitingBoot');
+    await h.clock.advance(1 * S);
+    expect(h.clock.monotonic() - start).toBe(180 * S);
+    expect(h.coordinator.resetting().size).toBe(0);
+  });
+
+  test('§J.2 a failed reset is retried one listWatchPeriod later although the wall clock went back an hour', async () => {
+    const h = setup();
+    h.dcmi.set(2, { reset: { inband: 'fail', outband: 'ok' } });
+    h.fault(2);
+    await h.cycle();
+    await h.clock.advance(60 * S);
+    const first = h.resets()[0]!.mono;
+    h.clock.stepWall(-H);
+    await h.run(5 * S);
+    expect(h.resets().map((c) => c.mono - first)).toEqual([0, 5 * S]);
+  });
+
+  test('§J.2 the 6 h refill comes after 6 h of monotonic time, whatever the wall clock does', async () => {
+    const h = setup();
+    h.fault(2); // the fault survives every reset
+    await h.cycle();
+    await h.run(10 * 60 * S);
+    expect(h.resets()).toHaveLength(3);
+    const firstReset = h.resets()[0]!.mono;
+    h.clock.stepWall(6 * H); // a forward step does not refill early
+    await h.run(10 * S);
+    expect(h.resets()).toHaveLength(3);
+    h.clock.stepWall(-7 * H); // nor does a backward one delay it
+    await h.run(firstReset + 6 * H - h.clock.monotonic() + 10 * S);
+    expect(h.resets()).toHaveLength(4);
+  });
+});
+
+describe('offline engine: agent restart (issue [T] item 4)', () => {
+  /** Engine 1 resets chip 3 (group 0–7 booting `bootSeconds`) and is left at `after` ms past the reset call. */
+  async function interrupted(store: MemoryOfflineStore, bootSeconds: number, after: number): Promise<Harness> {
+    const h = setup({ store });
+    h.dcmi.setAll([0, 1, 2, 3, 4, 5, 6, 7], { bootSeconds });
+    h.fault(3);
+    await h.cycle();
+    await h.clock.advance(60 * S + after);
+    expect(h.resets()).toHaveLength(1);
+    h.engine.close(); // the old process stops; its resets die with it
+    return h;
+  }
+
+  test('a reset in flight is saved with its group, start time and phase, and the used token', async () => {
+    const store = new MemoryOfflineStore();
+    const h = await interrupted(store, 30, 2 * S);
+    expect(store.state).toEqual({
+      resets: [{ logicId: 3, group: [0, 1, 2, 3, 4, 5, 6, 7], startedAt: h.resets()[0]!.at, phase: 'waitingBoot' }],
+      buckets: [{ logicId: 3, tokens: 2, lastRefillAt: h.resets()[0]!.at }], // bucket made at its first use
+    });
+  });
+
+  test('the restarted engine holds the group at once, reports it rebooting, waits for the boot and never resets again', async () => {
+    const store = new MemoryOfflineStore();
+    const old = await interrupted(store, 30, 2 * S);
+    const seen: number[][] = [];
+    const h = setup({ store, from: old, onResettingChange: (c) => seen.push([...c].sort((a, b) => a - b)) });
+    // at construction, before any cycle
+    expect(seen).toEqual([[0, 1, 2, 3, 4, 5, 6, 7]]);
+    expect([...h.coordinator.resetting().values()]).toEqual(Array(8).fill(OFFLINE_OWNER));
+    expect(h.state(3)).toBe('waitingBoot');
+    h.heal(3); // the reset cleared the fault: the chip looks healthy while it boots
+    await h.run(20 * S);
+    expect(h.coordinator.resetting().size).toBe(8);
+    await h.run(10 * S);
+    expect(h.coordinator.resetting().size).toBe(0);
+    expect(seen.at(-1)).toEqual([]);
+    expect(h.resets()).toHaveLength(1); // the old engine's only
+    expect(h.resynced).toEqual([[3]]);
+    expect(h.events.map((e) => [e.reason, e.message.includes('resumed after an agent restart')])).toEqual([
+      ['OfflineResetSucceeded', true],
+    ]);
+    expect(store.state?.resets).toEqual([]);
+  });
+
+  test('the boot limit counts the time before the restart: a group still booting fails when its 180 s are up', async () => {
+    const store = new MemoryOfflineStore();
+    const old = await interrupted(store, 600, 2 * S);
+    await old.clock.advance(170 * S); // the agent was down for 170 s
+    const h = setup({ store, from: old });
+    await h.clock.advance(7 * S);
+    expect(h.coordinator.resetting().size).toBe(8);
+    await h.clock.advance(2 * S);
+    expect(h.coordinator.resetting().size).toBe(0);
+    expect(h.engine.status()[3]!.lastError).toMatch(/did not finish booting within 8 s/);
+    expect(h.events.map((e) => e.reason)).toEqual(['OfflineResetFailed']);
+  });
+
+  test('a reset saved before its DCMI call went out: released at the first poll, the chip reset again only after a new idle period, with the token already used', async () => {
+    const store = new MemoryOfflineStore();
+    const h1 = setup({ store });
+    h1.fault(3);
+    await h1.cycle();
+    await h1.clock.advance(60 * S);
+    h1.engine.close();
+    // as if the process died between the save and the call: phase resetting, the chip never rebooted
+    store.state = { ...store.state!, resets: store.state!.resets.map((r) => ({ ...r, phase: 'resetting' as const })) };
+    h1.dcmi.setAll([0, 1, 2, 3, 4, 5, 6, 7], { bootSeconds: 0 });
+    const h = setup({ store, from: h1 });
+    await h.clock.advance(1 * S);
+    expect(h.coordinator.resetting().size).toBe(0);
+    expect(h.engine.status()[3]!.tokens).toBe(2);
+    const before = h.resets().length; // the fake DCMI saw engine 1's call; as if it never reached the chip
+    const t0 = h.clock.monotonic();
+    await h.cycle();
+    await h.clock.advance(59 * S);
+    expect(h.resets()).toHaveLength(before);
+    await h.clock.advance(1 * S);
+    expect(
+      h
+        .resets()
+        .slice(before)
+        .map((c) => c.mono - t0),
+    ).toEqual([60 * S]);
+    expect(h.engine.status()[3]!.tokens).toBe(1);
+  });
+
+  test('§J.2 the buckets outlive the engine: 3 resets in all per 6 h, not 3 per agent process', async () => {
+    const store = new MemoryOfflineStore();
+    const h1 = setup({ store });
+    h1.dcmi.set(2, { reset: { inband: 'fail', outband: 'ok' } });
+    h1.fault(2);
+    await h1.cycle();
+    await h1.clock.advance(60 * S);
+    await h1.run(5 * S);
+    expect(h1.resets()).toHaveLength(2);
+    h1.engine.close();
+    const h = setup({ store, from: h1 });
+    await h.cycle();
+    await h.run(10 * 60 * S);
+    expect(h.resets()).toHaveLength(3);
+    expect(h.state(2)).toBe('exhausted');
+  });
+
+  test('a saved reset naming a chip the node does not have is ignored, and dropped from the file', () => {
+    const store = new MemoryOfflineStore();
+    store.state = { resets: [{ logicId: 42, group: [40, 41, 42], startedAt: 0, phase: 'waitingBoot' }], buckets: [] };
+    const h = setup({ store });
+    expect(h.coordinator.resetting().size).toBe(0);
+    expect(store.state).toEqual({ resets: [], buckets: [] });
   });
 });
 

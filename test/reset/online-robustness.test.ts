@@ -54,6 +54,55 @@ describe('agent restart in the middle of a reset (deliver 6)', () => {
     expect(store.records).toEqual([]);
   });
 
+  test('issue [T] item 4 §3.10 until its first cycle the restarted engine trusts a resumed episode: its faulty chip is reported Healthy', async () => {
+    const store = new MemoryStore();
+    const first = new Rig({ store, stopSeconds: 30 });
+    first.cms.lag = true; // the new agent's ConfigMap cache has not listed our write yet
+    await l5(first);
+    await first.until(() => first.state() === 'waitingProcesses', 10);
+    const rig = restart(first, store);
+    // before any cycle: no chip view of its own, no usable ConfigMap in the cache, yet the task is in reset
+    expect([...rig.engine.healthOverrides().healthy]).toEqual([3]);
+    expect([...rig.engine.healthOverrides().networkHealthy].sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    rig.cycle();
+    // from the first cycle on the cache decides (HR-20), as without a restart
+    expect([...rig.engine.healthOverrides().healthy]).toEqual([]);
+    rig.cms.deliver();
+    expect([...rig.engine.healthOverrides().healthy]).toEqual([3]);
+  });
+
+  test('issue [T] item 4 §2.4 saved as starting but its first write reached the API: not written again (RetryTime stays 1)', async () => {
+    const store = new MemoryStore();
+    const first = new Rig({ store, stopSeconds: 30 });
+    await l5(first);
+    await first.until(() => first.cms.writes.length === 1, 5);
+    // the agent died after the API applied the write and before it learned so
+    store.records = store.records!.map((r) => ({ ...r, state: 'starting' }));
+    const rig = restart(first, store);
+    rig.dcmi.setAll([0, 1, 2, 3, 4, 5, 6, 7], { processes: 0 });
+    expect(await rig.until(() => rig.state() === 'recovered', 300)).toBe(true);
+    expect(triples(rig)).toEqual(['unrecovered/reset/reset', 'recovered/reset/reset']);
+    expect(rig.cms.resetDocs().map((d) => d.RetryTime)).toEqual([1, 1]);
+    expect(rig.dcmi.callsOf('setDeviceReset').map((c) => c.logicId)).toEqual([3]);
+  });
+
+  test('issue [T] item 4 saved as starting and the ConfigMap does not show the write: the first write is made (once)', async () => {
+    const store = new MemoryStore();
+    const first = new Rig({ store, stopSeconds: 30 });
+    first.cms.failReplaces = 1; // the first write is lost with the agent
+    first.world.set(3, 'RestartNPU', [CODE.restartNpu]);
+    first.cycle();
+    const saved = structuredClone(store.records!); // as saved when the episode was created
+    expect(saved.map((r) => r.state)).toEqual(['starting']);
+    await first.advance(0);
+    expect(first.cms.writes).toHaveLength(0);
+    store.records = saved;
+    const rig = restart(first, store);
+    expect(await rig.until(() => rig.state() === 'recovered', 300)).toBe(true);
+    expect(triples(rig)).toEqual(['unrecovered/reset/reset', 'recovered/reset/reset']);
+    expect(rig.cms.resetDocs()[0]!.RetryTime).toBe(1);
+  });
+
   test('[F] restart while the ring boots with the fault gone: the ring is held at once, boot is awaited, recovered', async () => {
     const store = new MemoryStore();
     const first = new Rig({ store });

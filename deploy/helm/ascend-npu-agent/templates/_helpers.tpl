@@ -47,3 +47,18 @@ a pool without a known chip or a name, or two pools with one DaemonSet name, is 
 {{- end -}}
 {{- if $found -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+"true" when an enabled pool runs the DRA driver (deviceApi dra or both): the DRA objects are rendered (templates/dra.yaml).
+*/}}
+{{- define "ascend-npu-agent.anyDra" -}}
+{{- $found := false -}}
+{{- if .Values.agent.enabled -}}
+{{- range $pool := include "ascend-npu-agent.pools" . | fromJsonArray -}}
+{{- if has ($pool.deviceApi | default "plugin") (list "dra" "both") -}}
+{{- $found = true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $found -}}true{{- end -}}
+{{- end -}}
