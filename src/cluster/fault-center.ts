@@ -785,9 +785,22 @@ export class FaultCenter {
     const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? 0) - now);
     term.publishTimer = setTimeout(() => {
       term.publishTimer = undefined;
+      this.#cycleIfRequested(term);
       this.#publish(term, false);
     }, delay);
     term.publishTimer.unref();
+  }
+
+  /**
+   * Runs a cycle now if an on-demand one is waiting (an input changed since the last cycle), so that the publish
+   * about to run carries that change (issue [P] item 6). A chunk changing all the time is written once per
+   * `chunkMinIntervalMs`; a change that reached the center just before such a write but waited for its cycle
+   * (`onDemandMinIntervalMs`, up to 200 ms) missed it and waited for the next one, a whole interval later. The
+   * waiting cycle stays scheduled (it takes what arrives meanwhile, and keeps the on-demand spacing as it was): at
+   * most one more cycle per publish, of the nodes changed in between.
+   */
+  #cycleIfRequested(term: Term): void {
+    if (term.cycleTimer !== undefined && !term.stopped) this.#cycle(term, false);
   }
 
   /**
