@@ -22,14 +22,16 @@
  *
  * Each figure is reported as median and p99 (nearest rank) over `FCR_RUNS` runs. With `FCR_BASELINE_JS` (another
  * build of the center, e.g. main's `dist/cli/fault-center.js` in another checkout) the two builds alternate run by
- * run on the same apiserver, and the ratio of the medians (this build / baseline) is printed. The public-fault case
+ * run on the same apiserver, and the ratio of the medians (this build / baseline) is printed; `FCR_VARIANT_JS` adds
+ * a third build to the rotation (its ratio to the baseline printed too). The public-fault case
  * measures the start (1, 2) only unless `FCR_PUBLIC_FULL=1`. The load average is printed with every run.
  *
  * Environment: `FCR_NODES` (10000), `FCR_PODS` (0.8 × nodes), `FCR_PUBLIC` (50000; 0 skips that case), `FCR_RUNS`
  * (5), `FCR_SETTLE_SECONDS` (50), `FCR_IDLE_SECONDS` (30), `FCR_WAVE_SECONDS` (30), `FCR_WAVE_RATE` (100),
  * `FCR_FILL_CONCURRENCY` (32), `FCR_CENTER_JS`, `FCR_BASELINE_JS`, `FCR_CENTER_NODE_ARGS` (e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/prof`), `FCR_LOG_DIR` (keep the centers' logs), `FCR_APISERVER_FLAGS` (extra
- * kube-apiserver flags, space-separated), `FCR_ONLY` (`plain` or `public`: one case).
+ * kube-apiserver flags, space-separated), `FCR_ONLY` (`plain` or `public`: one case), `FCR_APISERVER_PROFILE` (a
+ * directory: kube-apiserver's CPU profile of each wave, for `go tool pprof`).
  *
  * `npm run bench:fault-center-real` (builds dist/; needs the binaries of `npm run build:k8s`; no root).
  */
@@ -61,11 +63,15 @@ const WAVE_RATE = num('FCR_WAVE_RATE', 100);
 const FILL_CONCURRENCY = Math.max(1, num('FCR_FILL_CONCURRENCY', 32));
 const CENTER_JS = process.env.FCR_CENTER_JS || path.join(PROJECT_ROOT, 'dist', 'cli', 'fault-center.js');
 const BASELINE_JS = process.env.FCR_BASELINE_JS || undefined;
+/** a third build (e.g. this one with one change undone), run in turn with the others and compared with the baseline */
+const VARIANT_JS = process.env.FCR_VARIANT_JS || undefined;
 const CENTER_ARGS = (process.env.FCR_CENTER_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const LOG_DIR = process.env.FCR_LOG_DIR || undefined;
 const APISERVER_FLAGS = (process.env.FCR_APISERVER_FLAGS ?? '').split(' ').filter((a) => a !== '');
 const PUBLIC_FULL = process.env.FCR_PUBLIC_FULL === '1';
 const ONLY = process.env.FCR_ONLY;
+/** a directory: CPU profiles of kube-apiserver during each wave (pprof format, `go tool pprof -top <file>`) */
+const APISERVER_PROFILE = process.env.FCR_APISERVER_PROFILE || undefined;
 if (ONLY !== undefined && ONLY !== '' && ONLY !== 'plain' && ONLY !== 'public')
   throw new Error(`FCR_ONLY=${ONLY}: plain or public`);
 
@@ -110,7 +116,13 @@ class Api {
   }
 
   /** One request; resolves with the status and the answer's text (never rejects on an HTTP status). */
-  request(method: string, p: string, body?: unknown): Promise<{ status: number; text: string }> {
+  async request(method: string, p: string, body?: unknown): Promise<{ status: number; text: string }> {
+    const r = await this.requestRaw(method, p, body);
+    return { status: r.status, text: r.body.toString('utf8') };
+  }
+
+  /** One request; resolves with the status and the answer's bytes. */
+  requestRaw(method: string, p: string, body?: unknown): Promise<{ status: number; body: Buffer }> {
     const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolve, reject) => {
       const req = https.request(
@@ -130,7 +142,7 @@ class Api {
         (res) => {
           const parts: Buffer[] = [];
           res.on('data', (d: Buffer) => parts.push(d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }));
           res.on('error', reject);
         },
       );
@@ -294,6 +306,15 @@ class ChunkWatch {
   readonly #nodeBySeq = new Map<number, number>();
   readonly fromSent: number[] = [];
   readonly fromAck: number[] = [];
+  /** while counting (`intervals` set): ms between two events of the same chunk */
+  intervals: number[] | undefined;
+  readonly #lastEvent = new Map<string, number>();
+
+  /** Starts counting the intervals between two events of a chunk, both inside the count. */
+  countIntervals(): void {
+    this.#lastEvent.clear();
+    this.intervals = [];
+  }
   events = 0;
   #res: import('node:http').IncomingMessage | undefined;
 
@@ -334,6 +355,9 @@ class ChunkWatch {
     if (type !== 'ADDED' && type !== 'MODIFIED') return;
     const name = /"name":"(cluster-info-device-\d+)"/.exec(line)?.[1];
     if (name === undefined) return;
+    const last = this.#lastEvent.get(name);
+    this.#lastEvent.set(name, now);
+    if (this.intervals !== undefined && last !== undefined) this.intervals.push(now - last);
     if (this.#complete !== undefined) {
       // node keys inside the escaped chunk value: \"mindx-dl-deviceinfo-node-<n>\":{
       this.#nodes.set(name, line.match(/mindx-dl-deviceinfo-node-\d+\\":\{/g)?.length ?? 0);
@@ -442,6 +466,7 @@ async function wave(api: Api, watch: ChunkWatch): Promise<Figures> {
   let superseded = 0;
   let failed = 0;
   const inFlight = new Set<Promise<void>>();
+  watch.countIntervals();
   const start = Date.now();
   const end = start + WAVE_S * 1000;
   while (Date.now() < end) {
@@ -473,6 +498,8 @@ async function wave(api: Api, watch: ChunkWatch): Promise<Figures> {
   while (watch.pending.size > 0 && Date.now() < deadline) await sleep(50);
   const lost = watch.pending.size;
   watch.pending.clear();
+  const intervals = watch.intervals ?? [];
+  watch.intervals = undefined;
   return {
     waveUpdates: sent,
     waveFailed: failed,
@@ -483,6 +510,9 @@ async function wave(api: Api, watch: ChunkWatch): Promise<Figures> {
     waveMaxMs: watch.fromSent.length > 0 ? Math.max(...watch.fromSent) : Number.NaN,
     waveAckP50Ms: percentile(watch.fromAck, 50),
     waveAckP99Ms: percentile(watch.fromAck, 99),
+    waveChunkIntervalP50Ms: percentile(intervals, 50),
+    waveChunkIntervalP99Ms: percentile(intervals, 99),
+    waveChunkEventsPerSec: intervals.length / WAVE_S,
   };
 }
 
@@ -524,7 +554,16 @@ async function run(
       f.idleRssMiB = statusMiB(pid, 'VmRSS');
       f.loadWave = load1();
       const w0 = Date.now();
+      const profile =
+        APISERVER_PROFILE === undefined
+          ? undefined
+          : api.requestRaw('GET', `/debug/pprof/profile?seconds=${Math.max(1, WAVE_S - 1)}`).then((r) => {
+              const file = path.join(APISERVER_PROFILE, `apiserver-${label}-${w0}.pprof`);
+              if (r.status === 200) fs.writeFileSync(file, r.body);
+              else log(`  apiserver profile: HTTP ${r.status}`);
+            });
       Object.assign(f, await wave(api, watch));
+      await profile;
       const ww = (Date.now() - w0) / 1000;
       const c2 = [cpuSeconds(pid), cpuSeconds(apiPid), cpuSeconds(etcdPid)];
       f.waveCpuPercent = ((c2[0]! - c1[0]!) / ww) * 100;
@@ -556,6 +595,9 @@ const ROWS: [string, string][] = [
   ['waveMaxMs', 'ms'],
   ['waveAckP50Ms', 'ms'],
   ['waveAckP99Ms', 'ms'],
+  ['waveChunkIntervalP50Ms', 'ms'],
+  ['waveChunkIntervalP99Ms', 'ms'],
+  ['waveChunkEventsPerSec', '/s'],
   ['waveLost', ''],
   ['waveSuperseded', ''],
   ['waveFailed', ''],
@@ -587,10 +629,10 @@ function summary(caseName: string, byLabel: Map<string, Figures[]>): Record<stri
       out[`${l}.${key}`] = { median: med[l], p99, runs: vals };
     }
     if (cols.length === 0) continue;
-    const ratio =
-      med.this !== undefined && med.baseline !== undefined && med.baseline !== 0
-        ? `  ratio ${fmt(med.this / med.baseline, 2)}`
-        : '';
+    const ratio = ['this', 'variant']
+      .filter((l) => med[l] !== undefined && med.baseline !== undefined && med.baseline !== 0)
+      .map((l) => `  ratio${l === 'this' ? '' : ` ${l}`} ${fmt(med[l]! / med.baseline!, 2)}`)
+      .join('');
     log(`    ${key} (${unit}): ${cols.join('; ')}${ratio}`);
   }
   return out;
@@ -599,10 +641,11 @@ function summary(caseName: string, byLabel: Map<string, Figures[]>): Record<stri
 async function runCase(cluster: Cluster, api: Api, kubeconfig: string, caseName: string, full: boolean) {
   const builds: [string, string][] = [['this', CENTER_JS]];
   if (BASELINE_JS !== undefined) builds.push(['baseline', BASELINE_JS]);
+  if (VARIANT_JS !== undefined) builds.push(['variant', VARIANT_JS]);
   const byLabel = new Map<string, Figures[]>(builds.map(([l]) => [l, []]));
   for (let r = 0; r < RUNS; r++) {
-    // alternate which build goes first
-    const order = r % 2 === 0 ? builds : [...builds].reverse();
+    // rotate which build goes first
+    const order = builds.map((_, k) => builds[(k + r) % builds.length]!);
     for (const [label, js] of order) {
       const f = await run(cluster, api, kubeconfig, js, label, full);
       byLabel.get(label)!.push(f);
@@ -613,7 +656,7 @@ async function runCase(cluster: Cluster, api: Api, kubeconfig: string, caseName:
             ? `, idle CPU ${fmt(f.idleCpuPercent!, 1)} % (apiserver ${fmt(f.idleApiserverCpuPercent!, 1)} %, etcd ${fmt(f.idleEtcdCpuPercent!, 1)} %), ` +
               `RSS ${fmt(f.idleRssMiB!, 0)} MiB (max ${fmt(f.rssMaxMiB!, 0)}); wave ${f.waveUpdates} updates: p50 ${fmt(f.waveP50Ms!, 0)} ` +
               `p99 ${fmt(f.waveP99Ms!, 0)} max ${fmt(f.waveMaxMs!, 0)} ms (from the answer p50 ${fmt(f.waveAckP50Ms!, 0)} p99 ${fmt(f.waveAckP99Ms!, 0)}), ` +
-              `lost ${f.waveLost}, superseded ${f.waveSuperseded}, failed ${f.waveFailed}; CPU ${fmt(f.waveCpuPercent!, 0)} % ` +
+              `chunk events ${fmt(f.waveChunkEventsPerSec!, 1)}/s, interval p50 ${fmt(f.waveChunkIntervalP50Ms!, 0)} p99 ${fmt(f.waveChunkIntervalP99Ms!, 0)} ms, lost ${f.waveLost}, superseded ${f.waveSuperseded}, failed ${f.waveFailed}; CPU ${fmt(f.waveCpuPercent!, 0)} % ` +
               `(apiserver ${fmt(f.waveApiserverCpuPercent!, 0)} %, etcd ${fmt(f.waveEtcdCpuPercent!, 0)} %)`
             : `, RSS max ${fmt(f.rssMaxMiB!, 0)} MiB`) +
           `; load ${f.loadAtStart} → ${f.loadAtEnd}`,
@@ -631,7 +674,7 @@ log(
 const started = Date.now();
 const cluster = await Cluster.start({
   controlPlaneOnly: true,
-  apiserverFlags: APISERVER_FLAGS,
+  apiserverFlags: [...APISERVER_FLAGS, ...(APISERVER_PROFILE !== undefined ? ['--profiling=true'] : [])],
   // the wave rewrites chunks of 800 KiB at ~10/s; history until the apiserver's compaction (5 min) stays in etcd
   etcdFlags: ['--quota-backend-bytes=8589934592'],
 });
