@@ -3,7 +3,8 @@
  * stand-in with it, bench/fault-center-intake.ts feeds the center's intake stages with the same objects. Per node:
  * a device-info ConfigMap of 16 chips with a valid CheckCode (≈ 4.5 % of the chips with a device fault), one job
  * pod using every chip and one PodGroup; public faults in ConfigMaps of 100 (80 % SubHealthFault, 20 %
- * SeparateNPU, 1–2 NPUs each, spread over the nodes). Deterministic. Not a test: bench inputs only.
+ * SeparateNPU, 1–2 NPUs each, spread over the nodes); the Node objects (bench/fault-center-real.ts seeds a real
+ * apiserver with all of it). Deterministic. Not a test: bench inputs only.
  */
 import { checkCodeOf } from '../src/kube/device-info.js';
 
@@ -153,4 +154,18 @@ export function publicFaultConfigMaps(total: number, nodes: number, nowMs: numbe
     });
   }
   return out;
+}
+
+/** Node `n` (`node-<n>`), with the serial-number annotation NodeD writes (§2.5 "nodeSN → node"). */
+export function node(n: number) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: `node-${n}`,
+      labels: { 'kubernetes.io/hostname': `node-${n}`, accelerator: 'huawei-Ascend910' },
+      annotations: { 'product-serial-number': `SN-${String(n).padStart(8, '0')}` },
+    },
+    spec: {},
+  };
 }

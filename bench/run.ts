@@ -1,9 +1,16 @@
 /**
  * `npm run bench`: runs every bench and prints a summary plus one JSON line per bench.
  * Environment: BENCH_RUNS (default 5), BENCH_LATENCY_EVENTS (default 3000); the e2e and reset benches read their
- * own (see bench/e2e.ts, bench/reset.ts).
+ * own (see bench/e2e.ts, bench/reset.ts). Last, bench/fault-center-real.ts (the fault center at 10k nodes on a real
+ * etcd + kube-apiserver, issue [P] item 6) runs as a child process when `npm run build:k8s` has built the control
+ * plane; it reads its own `FCR_*` variables (`FCR_BASELINE_JS` for the baseline build), and
+ * `BENCH_FAULT_CENTER_REAL=0` skips it.
  */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 import { benchFaultCallback } from './fault-callback.js';
 import { benchKubelet } from './kubelet.js';
 import { benchFaultEngine } from './fault-engine.js';
@@ -135,3 +142,20 @@ if (rs.idle) {
   );
 }
 log(JSON.stringify({ bench: 'reset', ...rs }));
+
+// the fault center on the real control plane (issue [P] item 6): a script of its own, run as a child process
+const k8sBin = path.join(PROJECT_ROOT, 'build', 'k8s');
+if (process.env.BENCH_FAULT_CENTER_REAL === '0') {
+  log('fault-center-real: skipped (BENCH_FAULT_CENTER_REAL=0)');
+} else if (!['etcd', 'kube-apiserver'].every((b) => fs.existsSync(path.join(k8sBin, b)))) {
+  log('fault-center-real: skipped (no etcd / kube-apiserver in build/k8s: npm run build:k8s)');
+} else {
+  const script = path.join(PROJECT_ROOT, 'bench', 'fault-center-real.ts');
+  // the same node and tsx loader as this process; the child prints its own summary and JSON lines
+  const child = spawn(process.execPath, [...process.execArgv, script], { stdio: 'inherit' });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) {
+    log(`fault-center-real: exited with ${code}`);
+    process.exitCode = 1;
+  }
+}

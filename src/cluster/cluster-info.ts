@@ -262,6 +262,8 @@ interface Chunk {
   dirty: boolean;
   /** the value as JSON string content (escaped, without quotes) in pieces, built when asked for, kept until it changes */
   escaped: Buffer[] | undefined;
+  /** the value's UTF-8 bytes in pieces (for a protobuf body), built when asked for, kept until it changes */
+  raw: Buffer[] | undefined;
 }
 
 /**
@@ -275,6 +277,8 @@ interface Member {
   chunk: number;
   /** the member escaped as JSON string content, built when first needed */
   escaped: Buffer | undefined;
+  /** the member's UTF-8 bytes, built when first needed */
+  raw: Buffer | undefined;
 }
 
 const BRACE_OPEN = Buffer.from('{');
@@ -321,7 +325,8 @@ export class ClusterInfoChunks {
 
   /** Keeps at least `n` chunks (indices found in use at start). */
   ensureChunks(n: number): void {
-    while (this.#chunks.length < n) this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+    while (this.#chunks.length < n)
+      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined, raw: undefined });
   }
 
   /** Chunks a sequential fill has gone past: no node of a later slice will be added to them. */
@@ -351,7 +356,7 @@ export class ClusterInfoChunks {
     c.nodes.splice(lowerBound(c.nodes, node), 1);
     c.bytes -= m.bytes + (c.nodes.length > 0 ? 1 : 0);
     c.dirty = true;
-    c.escaped = undefined;
+    c.escaped = c.raw = undefined;
     this.#members.delete(node);
   }
 
@@ -363,15 +368,15 @@ export class ClusterInfoChunks {
     let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
     if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
     if (i < 0) {
-      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+      this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined, raw: undefined });
       i = this.#chunks.length - 1;
     }
     const c = this.#chunks[i]!;
     c.nodes.splice(lowerBound(c.nodes, node), 0, node);
     c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
     c.dirty = true;
-    c.escaped = undefined;
-    this.#members.set(node, { value, bytes, chunk: i, escaped: undefined });
+    c.escaped = c.raw = undefined;
+    this.#members.set(node, { value, bytes, chunk: i, escaped: undefined, raw: undefined });
   }
 
   /**
@@ -398,8 +403,8 @@ export class ClusterInfoChunks {
       if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
         c.bytes += bytes - m.bytes;
         c.dirty = true;
-        c.escaped = undefined;
-        this.#members.set(node, { value, bytes, chunk: m.chunk, escaped: undefined });
+        c.escaped = c.raw = undefined;
+        this.#members.set(node, { value, bytes, chunk: m.chunk, escaped: undefined, raw: undefined });
       } else {
         // outgrew its chunk: the destination is written with it and the source without it
         this.#remove(node);
@@ -412,7 +417,7 @@ export class ClusterInfoChunks {
         const bytes = memberBytes(node, value);
         while (this.#fill < this.#chunks.length && !this.#fits(this.#chunks[this.#fill]!, bytes)) this.#fill++;
         if (this.#fill === this.#chunks.length)
-          this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined });
+          this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined, raw: undefined });
         this.#place(node, value, bytes, this.#fill);
       }
       return;
@@ -449,6 +454,25 @@ export class ClusterInfoChunks {
     });
     parts.push(BRACE_CLOSE);
     c.escaped = parts;
+    return parts;
+  }
+
+  /**
+   * The value of chunk `i` as UTF-8 bytes in pieces (what a protobuf body carries, issue [P] item 6), kept per
+   * member and per chunk as {@link escapedParts} is; their concatenation is the UTF-8 of {@link text}.
+   */
+  rawParts(i: number): readonly Buffer[] {
+    const c = this.#chunks[i]!;
+    if (c.raw !== undefined) return c.raw;
+    const parts: Buffer[] = [BRACE_OPEN];
+    c.nodes.forEach((n, k) => {
+      const m = this.#members.get(n)!;
+      m.raw ??= Buffer.from(memberKey(n) + m.value, 'utf8');
+      if (k > 0) parts.push(COMMA);
+      parts.push(m.raw);
+    });
+    parts.push(BRACE_CLOSE);
+    c.raw = parts;
     return parts;
   }
 

@@ -33,6 +33,7 @@ import { apiStateIo, StateStore, type LoadedState } from './state-store.js';
 import {
   bodyWriter,
   prepareEscapedConfigMap,
+  prepareRawConfigMap,
   RawConfigMapWriter,
   sameBytes,
   type PreparedConfigMap,
@@ -173,7 +174,10 @@ interface Term {
   /** the published chunks, kept up to date node by node (issue [O] item 1) */
   chunks: ClusterInfoChunks;
   chunkQueues: Map<number, ObjectWriteQueue<PreparedConfigMap>>;
-  /** the last value handed to each chunk's queue (or found in the chunk at take-over), as escaped JSON content */
+  /**
+   * the last value handed to each chunk's queue (or found in the chunk at take-over), in the writer's form: UTF-8
+   * (protobuf bodies) or escaped JSON content (JSON bodies)
+   */
   submitted: Map<number, readonly Buffer[]>;
   /** the serialised body of each chunk's last value (the forced rewrite sends it again) */
   prepared: Map<number, PreparedConfigMap>;
@@ -598,7 +602,8 @@ export class FaultCenter {
       n = Math.max(n, i + 1);
       term.existing.add(i);
       const value = cm.data?.[name];
-      if (value !== undefined) term.submitted.set(i, [escapeJsonContent(value)]);
+      if (value !== undefined)
+        term.submitted.set(i, [term.raw.protobuf ? Buffer.from(value, 'utf8') : escapeJsonContent(value)]);
     }
     term.chunks.ensureChunks(n);
   }
@@ -828,8 +833,21 @@ export class FaultCenter {
     const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? -Infinity) - now);
     term.publishTimer = this.#clock.setTimeout(() => {
       term.publishTimer = undefined;
+      this.#cycleIfRequested(term);
       this.#publish(term, false);
     }, delay);
+  }
+
+  /**
+   * Runs a cycle now if an on-demand one is waiting (an input changed since the last cycle), so that the publish
+   * about to run carries that change (issue [P] item 6). A chunk changing all the time is written once per
+   * `chunkMinIntervalMs`; a change that reached the center just before such a write but waited for its cycle
+   * (`onDemandMinIntervalMs`, up to 200 ms) missed it and waited for the next one, a whole interval later. The
+   * waiting cycle stays scheduled (it takes what arrives meanwhile, and keeps the on-demand spacing as it was): at
+   * most one more cycle per publish, of the nodes changed in between.
+   */
+  #cycleIfRequested(term: Term): void {
+    if (term.cycleTimer !== undefined && !term.stopped) this.#cycle(term, false);
   }
 
   /**
@@ -844,9 +862,11 @@ export class FaultCenter {
     const dirty = term.chunks.takeDirty(below);
     const indices = force ? Array.from({ length: term.chunks.count }, (_, i) => i) : dirty;
     let deferredUntil = Infinity;
+    // the value in the form the writer sends: UTF-8 for a protobuf body, escaped for a JSON one
+    const protobuf = term.raw.protobuf;
     for (const i of indices) {
       if (this.#oversize(term, i)) continue;
-      const value = term.chunks.escapedParts(i);
+      const value = protobuf ? term.chunks.rawParts(i) : term.chunks.escapedParts(i);
       const before = term.submitted.get(i);
       const unchanged = before !== undefined && sameBytes(before, value);
       if (!force && unchanged) continue;
@@ -862,11 +882,8 @@ export class FaultCenter {
       const name = chunkName(i);
       let body = term.prepared.get(i);
       if (body === undefined || !unchanged) {
-        body = prepareEscapedConfigMap(
-          { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } },
-          name,
-          value,
-        );
+        const metadata = { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } };
+        body = protobuf ? prepareRawConfigMap(metadata, name, value) : prepareEscapedConfigMap(metadata, name, value);
         term.prepared.set(i, body);
       }
       let q = term.chunkQueues.get(i);

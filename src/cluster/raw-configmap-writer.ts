@@ -17,6 +17,9 @@ import https from 'node:https';
 import type { RawTransport } from './kube.js';
 import type { ConfigMapBody } from '../kube/configmap-writer.js';
 import type { ObjectWriter } from '../kube/write-queue.js';
+import { statusOf } from '../core/errors.js';
+import { escapeJsonContent } from './cluster-info.js';
+import { configMapProtobuf, PROTOBUF_CONTENT_TYPE, type ProtobufConfigMapMeta } from './configmap-protobuf.js';
 
 /**
  * A ConfigMap whose JSON body is ready to send, as the byte pieces that make it up in order (a chunk's body is its
@@ -25,7 +28,10 @@ import type { ObjectWriter } from '../kube/write-queue.js';
 export interface PreparedConfigMap {
   readonly name: string;
   readonly namespace: string;
+  /** the JSON body */
   readonly body: readonly Buffer[];
+  /** the protobuf body (configmap-protobuf.ts), sent instead when the server takes protobuf */
+  readonly protobuf?: readonly Buffer[];
 }
 
 /** Byte length of a prepared body. */
@@ -85,6 +91,37 @@ export function prepareEscapedConfigMap(
   };
 }
 
+/**
+ * A ConfigMap of one data key whose value is given as UTF-8 bytes in pieces (`ClusterInfoChunks.rawParts`, issue
+ * [P] item 6): its protobuf body around the pieces, and its JSON body built from them only if the server turns
+ * out to read JSON only (the first write then falls back to it).
+ */
+export function prepareRawConfigMap(
+  metadata: ProtobufConfigMapMeta,
+  key: string,
+  rawValue: readonly Buffer[],
+): PreparedConfigMap {
+  let json: readonly Buffer[] | undefined;
+  return {
+    name: metadata.name,
+    namespace: metadata.namespace,
+    protobuf: configMapProtobuf(metadata, key, rawValue),
+    get body() {
+      // each piece is whole characters (a member, or `{`, `,`, `}`), so escaping piece by piece escapes the whole
+      json ??= prepareEscapedConfigMap(
+        {
+          name: metadata.name,
+          namespace: metadata.namespace,
+          ...(metadata.labels ? { labels: { ...metadata.labels } } : {}),
+        },
+        key,
+        rawValue.map((b) => escapeJsonContent(b.toString('utf8'))),
+      ).body;
+      return json;
+    },
+  };
+}
+
 /** An API answer other than 2xx, or a request that failed. */
 export class RawWriteError extends Error {
   override name = 'RawWriteError';
@@ -92,10 +129,22 @@ export class RawWriteError extends Error {
     message: string,
     /** HTTP status; undefined for a network error or a timeout */
     readonly code: number | undefined,
+    /** the request failed at once on a kept-alive connection (the server had closed it while idle) */
+    readonly staleConnection = false,
   ) {
     super(message);
   }
 }
+
+/** Errors of a request on a kept-alive connection that the server closed meanwhile. */
+const STALE_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * What the writes accept: the written object's metadata only (`PartialObjectMetadata`, issue [P] item 6), so that a
+ * real API server neither encodes nor sends back the 800 KiB it was just given; a server that does not transform
+ * answers (the API stand-in) sends the object, which is drained. Errors are `Status` objects in JSON either way.
+ */
+const WRITE_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
 /** Largest answer {@link RawConfigMapWriter.getJson} reads (a list of 100,000 pods is about 300 MB). */
 const MAX_READ_BYTES = 512 * 1024 * 1024;
@@ -111,24 +160,33 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
   /**
    * The reads' connections, apart from the writes' (issue [O]): a list's keep-alive connection left idle through a
    * long first cycle was closed by the server meanwhile, and the first chunk writes reused it (EPIPE, then backoff).
+   * A GET that meets such a connection is sent again (`#request`).
    */
   #readAgent: http.Agent | undefined;
+  #protobuf: boolean;
 
-  constructor(kubeConfig: RawTransport, timeoutMs = 30_000) {
+  /** `protobuf`: send the objects that have a protobuf form as protobuf (default true; JSON after a 415). */
+  constructor(kubeConfig: RawTransport, timeoutMs = 30_000, options: { protobuf?: boolean } = {}) {
     this.#kc = kubeConfig;
     this.#timeoutMs = timeoutMs;
+    this.#protobuf = options.protobuf ?? true;
   }
 
   update(cm: PreparedConfigMap): Promise<void> {
-    return this.#send(
+    return this.#write(
       'PUT',
       `/api/v1/namespaces/${encodeURIComponent(cm.namespace)}/configmaps/${encodeURIComponent(cm.name)}`,
-      cm.body,
+      cm,
     );
   }
 
   create(cm: PreparedConfigMap): Promise<void> {
-    return this.#send('POST', `/api/v1/namespaces/${encodeURIComponent(cm.namespace)}/configmaps`, cm.body);
+    return this.#write('POST', `/api/v1/namespaces/${encodeURIComponent(cm.namespace)}/configmaps`, cm);
+  }
+
+  /** Whether writes go out as protobuf (until the server answers one with 415). */
+  get protobuf(): boolean {
+    return this.#protobuf;
   }
 
   /** Closes idle connections. */
@@ -144,7 +202,7 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
    * start-up); an answer over `maxBytes` is refused.
    */
   async getJson(p: string, maxBytes = MAX_READ_BYTES): Promise<unknown> {
-    const text = await this.#request('GET', p, [], maxBytes);
+    const text = await this.#request('GET', p, { read: maxBytes });
     try {
       return JSON.parse(text);
     } catch (e) {
@@ -152,12 +210,45 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
     }
   }
 
-  async #send(method: string, p: string, body: readonly Buffer[]): Promise<void> {
-    await this.#request(method, p, body, undefined);
+  /** A write: protobuf when the object has that form and the server takes it, else JSON. */
+  async #write(method: string, p: string, cm: PreparedConfigMap): Promise<void> {
+    if (cm.protobuf !== undefined && this.#protobuf) {
+      try {
+        await this.#request(method, p, { body: cm.protobuf, contentType: PROTOBUF_CONTENT_TYPE });
+        return;
+      } catch (e) {
+        // a server that reads JSON only (the API stand-in) answers 415: JSON from now on, as client-go does
+        if (statusOf(e) !== 415) throw e;
+        this.#protobuf = false;
+      }
+    }
+    await this.#request(method, p, { body: cm.body, contentType: 'application/json' });
   }
 
-  /** One request; the answer of a 2xx is drained (`read` undefined) or returned as text (up to `read` bytes). */
-  async #request(method: string, p: string, body: readonly Buffer[], read: number | undefined): Promise<string> {
+  /**
+   * One request; the answer of a 2xx is drained or, with `read`, returned as text (up to `read` bytes). A GET that
+   * failed on a kept-alive connection the server had closed meanwhile is sent once more on a new one.
+   */
+  async #request(
+    method: string,
+    p: string,
+    o: { body?: readonly Buffer[]; contentType?: string; read?: number },
+  ): Promise<string> {
+    try {
+      return await this.#once(method, p, o);
+    } catch (e) {
+      if (method !== 'GET' || !(e instanceof RawWriteError) || !e.staleConnection) throw e;
+      return this.#once(method, p, o);
+    }
+  }
+
+  async #once(
+    method: string,
+    p: string,
+    o: { body?: readonly Buffer[]; contentType?: string; read?: number },
+  ): Promise<string> {
+    const body = o.body ?? [];
+    const read = o.read;
     const cluster = this.#kc.getCurrentCluster();
     if (cluster === null) throw new RawWriteError('no current cluster in the kubeconfig', undefined);
     const url = new URL(cluster.server);
@@ -165,20 +256,21 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
     await this.#kc.applyToHTTPSOptions(opts);
     const secure = url.protocol === 'https:';
     if (cluster.proxyUrl === undefined) {
-      // one keep-alive agent instead of the new one client-node creates for each request
-      const make = (keepAlive: boolean): http.Agent =>
+      // keep-alive agents instead of the new one client-node creates for each request: over TLS (a real API
+      // server) a new connection per list page cost a handshake each (issue [P] item 6)
+      const make = (): http.Agent =>
         secure
           ? new https.Agent({
-              keepAlive,
+              keepAlive: true,
               ca: opts.ca,
               cert: opts.cert,
               key: opts.key,
               ...(opts.rejectUnauthorized !== undefined ? { rejectUnauthorized: opts.rejectUnauthorized } : {}),
               ...(opts.servername !== undefined ? { servername: opts.servername } : {}),
             })
-          : new http.Agent({ keepAlive });
-      if (read === undefined) opts.agent = this.#agent ??= make(true);
-      else opts.agent = this.#readAgent ??= make(false);
+          : new http.Agent({ keepAlive: true });
+      if (read === undefined) opts.agent = this.#agent ??= make();
+      else opts.agent = this.#readAgent ??= make();
     }
     const base = url.pathname.replace(/\/+$/, '');
     return new Promise<string>((resolve, reject) => {
@@ -192,8 +284,10 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
           path: base + p,
           headers: {
             ...(opts.headers as Record<string, string> | undefined),
-            ...(method === 'GET' ? {} : { 'Content-Type': 'application/json', 'Content-Length': bodyLength(body) }),
-            Accept: 'application/json',
+            ...(method === 'GET'
+              ? {}
+              : { 'Content-Type': o.contentType ?? 'application/json', 'Content-Length': bodyLength(body) }),
+            Accept: read === undefined ? WRITE_ACCEPT : 'application/json',
           },
         },
         (res) => {
@@ -236,7 +330,12 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
       req.setTimeout(this.#timeoutMs, () =>
         req.destroy(new RawWriteError(`no answer within ${this.#timeoutMs} ms`, undefined)),
       );
-      req.on('error', (e) => reject(e instanceof RawWriteError ? e : new RawWriteError(e.message, undefined)));
+      req.on('error', (e) => {
+        if (e instanceof RawWriteError) return reject(e);
+        // a kept-alive connection the server closed while it was idle fails at once, before any answer
+        const stale = req.reusedSocket && STALE_CODES.has((e as NodeJS.ErrnoException).code ?? '');
+        reject(new RawWriteError(e.message, undefined, stale));
+      });
       for (const b of body) req.write(b);
       req.end();
     });

@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { statusOf } from '../../src/core/errors.js';
 import { ApiRecovery, ObjectWriteQueue } from '../../src/kube/write-queue.js';
 import {
@@ -85,6 +87,49 @@ describe('RawConfigMapWriter', () => {
       expect(api.store.get(CONFIGMAPS, 'mindx-dl', 'raw-auth')).toBeUndefined();
     } finally {
       w.close();
+    }
+  });
+
+  test('[P] 6 a GET on a kept-alive connection the server has dropped is sent again on a new one; a write is not', async () => {
+    // a server that drops every connection at its second request (as one closing idle connections would)
+    const perSocket = new WeakMap<object, number>();
+    let requests = 0;
+    const server = http.createServer((req, res) => {
+      requests++;
+      const n = (perSocket.get(req.socket) ?? 0) + 1;
+      perSocket.set(req.socket, n);
+      if (n >= 2) {
+        req.socket.destroy();
+        return;
+      }
+      req.resume();
+      req.on('end', () => {
+        res.setHeader('Content-Type', 'application/json');
+        res.end(req.method === 'GET' ? '{"ok":true}' : '{}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [
+        { name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true },
+      ],
+      users: [{ name: 'u', token: TOKEN }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const w = new RawConfigMapWriter(kc, 5000);
+    try {
+      expect(await w.getJson('/api/v1/configmaps')).toEqual({ ok: true });
+      expect(await w.getJson('/api/v1/configmaps')).toEqual({ ok: true });
+      expect(requests).toBe(3);
+      await w.update(cm('raw-stale', 'a'));
+      const e = await w.update(cm('raw-stale', 'b')).catch((err: unknown) => err);
+      expect(e).toBeInstanceOf(RawWriteError);
+      expect(requests).toBe(5);
+    } finally {
+      w.close();
+      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 

@@ -7,6 +7,8 @@
  * Must run inside the private mount namespace of `npm run test:cluster` (see host-view.ts): kubelet's
  * device-plugin folder `/var/lib/kubelet/device-plugins` and `/var/log/containers` are shadowed by sandbox folders.
  *
+ * `controlPlaneOnly` starts etcd and kube-apiserver alone, outside any mount namespace (benches of API clients).
+ *
  * ```ts
  * const cluster = await Cluster.start();          // node Ready, default ServiceAccount and root CA published
  * cluster.core();                                 // client-node CoreV1Api as the admin
@@ -54,6 +56,15 @@ export interface ClusterOptions {
   readonly startTimeoutMs?: number;
   /** kubelet's `--v` (default 2). */
   readonly kubeletVerbosity?: number;
+  /**
+   * etcd and kube-apiserver only (benches of API clients, issue [P] item 6): no controller-manager, scheduler, CRI
+   * or kubelet, so no node, no default ServiceAccount and no `kube-root-ca.crt` (create what you need), and no host
+   * view, so no private mount namespace and no root needed. `kubeletConfig`, `nodeName` and the kubelet methods do
+   * not apply.
+   */
+  readonly controlPlaneOnly?: boolean;
+  /** Extra etcd flags (`--name=value`), appended (e.g. `--quota-backend-bytes` for a large bench). */
+  readonly etcdFlags?: readonly string[];
 }
 
 /** Options of {@link Cluster.createToken}. */
@@ -158,7 +169,8 @@ export class Cluster {
   readonly #opts: ClusterOptions;
   readonly #components = new Map<string, Component>();
   readonly #owned = new Set<ChildProcess>();
-  readonly #view: HostView;
+  /** undefined with `controlPlaneOnly` (nothing of the host is shadowed) */
+  readonly #view: HostView | undefined;
   #kubeletSpec: ComponentSpec | undefined;
   #stopped = false;
   /** Last resort when the test process exits without stop() (an uncaught error): kill, unmount, remove. */
@@ -173,7 +185,7 @@ export class Cluster {
     this.kubeletRootDir = path.join(runDir, 'kubelet');
     this.podResourcesSocket = path.join(this.kubeletRootDir, 'pod-resources', 'kubelet.sock');
     this.devicePluginSandbox = path.join(runDir, 'device-plugins');
-    this.#view = new HostView(path.join(runDir, 'host-view'));
+    this.#view = opts.controlPlaneOnly ? undefined : new HostView(path.join(runDir, 'host-view'));
     process.on('exit', this.#onExit);
   }
 
@@ -183,7 +195,7 @@ export class Cluster {
     this.#stopped = true;
     for (const child of this.#owned) child.kill('SIGKILL');
     for (const c of this.#components.values()) if (!c.exit) c.child.kill('SIGKILL');
-    this.#view.release();
+    this.#view?.release();
     for (const m of mountsUnder(this.runDir)) {
       try {
         unmount(m);
@@ -196,7 +208,8 @@ export class Cluster {
 
   /** Starts everything and waits until the node is Ready and pods can be created; stops what it started on failure. */
   static async start(opts: ClusterOptions = {}): Promise<Cluster> {
-    const missing = BINARIES.filter((b) => !fs.existsSync(bin(b)));
+    const needed = opts.controlPlaneOnly ? (['etcd', 'kube-apiserver', 'kubectl'] as const) : BINARIES;
+    const missing = needed.filter((b) => !fs.existsSync(bin(b)));
     if (missing.length > 0) throw new BinariesMissingError(missing);
     const root = process.env[RUN_ROOT_ENV] ?? os.tmpdir();
     fs.mkdirSync(root, { recursive: true });
@@ -221,8 +234,8 @@ export class Cluster {
     for (const d of ['logs', 'cwd', 'home', 'etcd', 'manifests', 'pod-logs', 'volume-plugins', 'container-logs']) {
       fs.mkdirSync(path.join(this.runDir, d), { recursive: true, mode: 0o700 });
     }
-    this.#view.shadow(DEVICE_PLUGIN_DIR, this.devicePluginSandbox);
-    this.#view.shadow(CONTAINER_LOGS_DIR, path.join(this.runDir, 'container-logs'));
+    this.#view?.shadow(DEVICE_PLUGIN_DIR, this.devicePluginSandbox);
+    this.#view?.shadow(CONTAINER_LOGS_DIR, path.join(this.runDir, 'container-logs'));
 
     const [etcdPort, peerPort, apiPort, kubeletPort, healthzPort] = await Promise.all(
       Array.from({ length: 5 }, () => freePort()),
@@ -257,6 +270,7 @@ export class Cluster {
       `--initial-cluster=default=${peer}`,
       '--unsafe-no-fsync', // a test cluster: durability of its data is not wanted
       '--log-level=warn',
+      ...(this.#opts.etcdFlags ?? []),
     ]);
     await pollUntil(
       async () => {
@@ -303,6 +317,7 @@ export class Cluster {
       200,
     );
 
+    if (this.#opts.controlPlaneOnly) return;
     this.#run('kube-controller-manager', [
       `--kubeconfig=${this.adminKubeconfig}`,
       '--leader-elect=false',
@@ -416,6 +431,12 @@ export class Cluster {
   /** The log file of a component (`etcd`, `kube-apiserver`, …, `kubelet`, `fake-cri`). */
   logFile(name: string): string {
     return path.join(this.runDir, 'logs', `${name}.log`);
+  }
+
+  /** The process id of a running component (`etcd`, `kube-apiserver`, …), e.g. for its CPU time in a bench. */
+  pid(name: string): number | undefined {
+    const c = this.#components.get(name);
+    return c === undefined || c.exit ? undefined : c.child.pid;
   }
 
   /** The last lines of a component's log (for failure messages). */
@@ -589,7 +610,7 @@ export class Cluster {
       const c = this.#components.get(name);
       if (c) await c.stop(name === 'kubelet' ? 10_000 : 5000);
     }
-    problems.push(...this.#view.release());
+    problems.push(...(this.#view?.release() ?? []));
     for (const m of mountsUnder(this.runDir)) {
       try {
         unmount(m);
