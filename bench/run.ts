@@ -144,11 +144,11 @@ if (rs.idle) {
 log(JSON.stringify({ bench: 'reset', ...rs }));
 
 // the fault center on the real control plane (issue [P] item 6): a script of its own, run as a child process
-const k8sBin = path.join(PROJECT_ROOT, 'build', 'k8s');
+const k8sBin = path.join(PROJECT_ROOT, 'test', 'k8s', 'bin');
 if (process.env.BENCH_FAULT_CENTER_REAL === '0') {
   log('fault-center-real: skipped (BENCH_FAULT_CENTER_REAL=0)');
 } else if (!['etcd', 'kube-apiserver'].every((b) => fs.existsSync(path.join(k8sBin, b)))) {
-  log('fault-center-real: skipped (no etcd / kube-apiserver in build/k8s: npm run build:k8s)');
+  log('fault-center-real: skipped (no etcd / kube-apiserver in test/k8s/bin: npm run build:k8s)');
 } else {
   const script = path.join(PROJECT_ROOT, 'bench', 'fault-center-real.ts');
   // the same node and tsx loader as this process; the child prints its own summary and JSON lines

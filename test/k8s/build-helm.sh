@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds build/k8s/helm from the Go module proxy (issue [R] item 6): helm.sh/helm/v4 at the version pinned by
+# Builds test/k8s/bin/helm from the Go module proxy (issue [R] item 6): helm.sh/helm/v4 at the version pinned by
 # test/k8s/helm/go.mod and go.sum (a module of its own: the k8s.io replaces of test/k8s/go.mod would fight helm's
-# requirements). Does nothing when build/k8s/helm already reports that version. Go keeps its module and build
-# caches (`go env GOMODCACHE GOCACHE`) between runs, so a rebuild after `rm build/k8s/helm` is a link.
+# requirements). Does nothing when test/k8s/bin/helm already reports that version. Go keeps its module and build
+# caches (`go env GOMODCACHE GOCACHE`) between runs, so a rebuild after `rm test/k8s/bin/helm` is a link.
 # Usage: test/k8s/build-helm.sh [--force]. Prints the binary's path on stdout, progress on stderr.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 module="$root/test/k8s/helm"
-out="$root/build/k8s/helm"
+out="$root/test/k8s/bin/helm"
 
 command -v go >/dev/null || { echo "build-helm: go is not on PATH (Go >= 1.24 builds helm, tool directives)" >&2; exit 1; }
 version=$(cd "$module" && go list -m -f '{{.Version}}' helm.sh/helm/v4)

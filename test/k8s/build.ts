@@ -1,9 +1,9 @@
 /**
- * Builds the real Kubernetes components of the cluster suites into build/k8s/ (issue [R] item 2) when they are
+ * Builds the real Kubernetes components of the cluster suites into test/k8s/bin/ (issue [R] item 2) when they are
  * missing or stale: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl (k8s.io/kubernetes
  * v1.37.2), etcd and the fake CRI, all from the Go module of test/k8s (go.mod, go.sum, fake-cri/main.go).
  *
- * Stale means: the stamp build/k8s/.stamp (a hash of go.mod, go.sum, the fake CRI's main, the ldflags, the package
+ * Stale means: the stamp test/k8s/bin/.stamp (a hash of go.mod, go.sum, the fake CRI's main, the ldflags, the package
  * list and `go version`) differs, or a binary is missing. Go keeps its module cache (~/go/pkg/mod) and build cache
  * (~/.cache/go-build), so a rebuild with warm caches only links. Figures: docs/testing.md, "A real cluster".
  *
@@ -19,7 +19,7 @@ import { PROJECT_ROOT } from '../../src/core/paths.js';
 /** The Go module of the real components. */
 export const GO_MODULE_DIR = path.join(PROJECT_ROOT, 'test', 'k8s');
 /** Where the binaries go. */
-export const K8S_OUT_DIR = path.join(PROJECT_ROOT, 'build', 'k8s');
+export const K8S_OUT_DIR = path.join(PROJECT_ROOT, 'test', 'k8s', 'bin');
 const STAMP = path.join(K8S_OUT_DIR, '.stamp');
 
 const VERSION = { gitVersion: 'v1.37.2', gitMajor: '1', gitMinor: '37', gitTreeState: 'clean' };
@@ -30,7 +30,7 @@ export const LDFLAGS = [
   ...Object.entries(VERSION).map(([k, v]) => `-X k8s.io/component-base/version.${k}=${v}`),
 ].join(' ');
 
-/** Package → binary name in build/k8s. */
+/** Package → binary name in test/k8s/bin. */
 export const PACKAGES: Readonly<Record<string, string>> = {
   'k8s.io/kubernetes/cmd/kube-apiserver': 'kube-apiserver',
   'k8s.io/kubernetes/cmd/kube-controller-manager': 'kube-controller-manager',
@@ -75,7 +75,7 @@ export function stampOf(version: string): string {
   return h.digest('hex');
 }
 
-/** Binaries missing in build/k8s. */
+/** Binaries missing in test/k8s/bin. */
 export function missingBinaries(): string[] {
   return Object.values(PACKAGES).filter((name) => !fs.existsSync(path.join(K8S_OUT_DIR, name)));
 }
@@ -88,7 +88,7 @@ export interface BuildResult {
 
 function goBuild(log: (line: string) => void): Promise<void> {
   const args = ['build', '-ldflags', LDFLAGS, '-o', `${K8S_OUT_DIR}/`, ...Object.keys(PACKAGES)];
-  log(`build/k8s: go ${args.join(' ')}`);
+  log(`test/k8s/bin: go ${args.join(' ')}`);
   return new Promise((resolve, reject) => {
     const child = spawn('go', args, {
       cwd: GO_MODULE_DIR,
@@ -112,11 +112,11 @@ export async function ensureK8sBinaries(log: (line: string) => void = console.lo
   const current = fs.existsSync(STAMP) ? fs.readFileSync(STAMP, 'utf8').trim() : '';
   const missing = missingBinaries();
   if (current === stamp && missing.length === 0) {
-    log(`build/k8s: up to date (${version})`);
+    log(`test/k8s/bin: up to date (${version})`);
     return { built: false, seconds: 0 };
   }
   log(
-    `build/k8s: ${missing.length > 0 ? `missing ${missing.join(', ')}` : 'stale stamp'}; building with ${version}` +
+    `test/k8s/bin: ${missing.length > 0 ? `missing ${missing.join(', ')}` : 'stale stamp'}; building with ${version}` +
       ' (a cold build takes about 15-25 minutes on 2 cores; with warm Go caches it only links)',
   );
   fs.mkdirSync(K8S_OUT_DIR, { recursive: true });
@@ -130,16 +130,16 @@ export async function ensureK8sBinaries(log: (line: string) => void = console.lo
     fs.linkSync(server, etcd);
   }
   const still = missingBinaries();
-  if (still.length > 0) throw new Error(`go build succeeded but ${still.join(', ')} are missing in build/k8s`);
+  if (still.length > 0) throw new Error(`go build succeeded but ${still.join(', ')} are missing in test/k8s/bin`);
   fs.writeFileSync(STAMP, `${stamp}\n`);
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  log(`build/k8s: built in ${seconds} s`);
+  log(`test/k8s/bin: built in ${seconds} s`);
   return { built: true, seconds };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   ensureK8sBinaries().catch((err: unknown) => {
-    console.error(`build/k8s: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`test/k8s/bin: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   });
 }

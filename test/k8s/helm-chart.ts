@@ -25,9 +25,9 @@ export const OVERLAY_VALUES_DIR = path.join(PROJECT_ROOT, 'deploy', 'helm', 'val
 /** The kustomize overlays. */
 export const OVERLAYS_DIR = path.join(PROJECT_ROOT, 'deploy', 'overlays');
 /** Built by test/k8s/build-helm.sh from test/k8s/helm/go.mod; `HELM` names another binary. */
-export const HELM = process.env.HELM ?? path.join(PROJECT_ROOT, 'build', 'k8s', 'helm');
+export const HELM = process.env.HELM ?? path.join(PROJECT_ROOT, 'test', 'k8s', 'bin', 'helm');
 /** Built by the cluster harness (test/k8s/go.mod); `KUBECTL` names another binary (kustomize >= v5). */
-export const KUBECTL = process.env.KUBECTL ?? path.join(PROJECT_ROOT, 'build', 'k8s', 'kubectl');
+export const KUBECTL = process.env.KUBECTL ?? path.join(PROJECT_ROOT, 'test', 'k8s', 'bin', 'kubectl');
 /** The script that builds {@link HELM} when it is missing or not the pinned version. */
 export const BUILD_HELM = path.join(PROJECT_ROOT, 'test', 'k8s', 'build-helm.sh');
 /** The Kubernetes version the chart is rendered for: the real control plane's (test/k8s/go.mod). */

@@ -1,6 +1,6 @@
 /**
  * A real Kubernetes for tests (issue [R] item 3): etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a
- * fake CRI and a kubelet, built by test/k8s/build.ts into build/k8s/, each a child process of this one on
+ * fake CRI and a kubelet, built by test/k8s/build.ts into test/k8s/bin/, each a child process of this one on
  * 127.0.0.1 with free ports, fresh keys and tokens, logs in the run dir. The verified facts and pitfalls behind the
  * flags are in the design note real-cluster.md; docs/testing.md ("A real cluster") describes the harness.
  *
@@ -30,7 +30,7 @@ import { HostView, mountsUnder, unmount } from './host-view.js';
 import { kubeconfigText, makePki, randomToken, type Pki } from './pki.js';
 
 /** Where test/k8s/build.ts puts the binaries. */
-export const K8S_BIN_DIR = path.join(PROJECT_ROOT, 'build', 'k8s');
+export const K8S_BIN_DIR = path.join(PROJECT_ROOT, 'test', 'k8s', 'bin');
 /** The version the binaries are built at (test/k8s/go.mod). */
 export const K8S_VERSION = 'v1.37.2';
 /** kubelet's device-plugin folder: compiled in (`k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1.DevicePluginPath`). */
@@ -79,13 +79,13 @@ export interface TokenOptions {
 export class BinariesMissingError extends Error {
   constructor(missing: readonly string[]) {
     super(
-      `the Kubernetes binaries are not built (${missing.join(', ')} missing in build/k8s): run npm run test:cluster`,
+      `the Kubernetes binaries are not built (${missing.join(', ')} missing in test/k8s/bin): run npm run test:cluster`,
     );
     this.name = 'BinariesMissingError';
   }
 }
 
-/** The programs the harness runs, as named in build/k8s. */
+/** The programs the harness runs, as named in test/k8s/bin. */
 export const BINARIES = [
   'etcd',
   'kube-apiserver',

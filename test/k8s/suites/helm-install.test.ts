@@ -106,7 +106,7 @@ function monitoringCrds(): Obj[] {
 }
 
 beforeAll(async () => {
-  // a no-op when build/k8s/helm is the pinned version
+  // a no-op when test/k8s/bin/helm is the pinned version
   if (process.env.HELM === undefined) await runOk('bash', [BUILD_HELM], 30 * 60_000);
   // privileged containers (the agent's) are refused unless the API server allows them, as every real cluster does
   cluster = await Cluster.start({ apiserverFlags: ['--allow-privileged=true'] });

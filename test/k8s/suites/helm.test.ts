@@ -5,8 +5,8 @@
  * the 910 overlay and the fault center; every value the chart offers does what docs/helm.md says, and bad values are
  * refused with a message naming the value.
  *
- * Needs build/k8s/helm (built here by test/k8s/build-helm.sh when missing: Go, the module proxy or a warm module
- * cache) and build/k8s/kubectl (the cluster harness's build; `KUBECTL` names another kubectl with kustomize >= v5).
+ * Needs test/k8s/bin/helm (built here by test/k8s/build-helm.sh when missing: Go, the module proxy or a warm module
+ * cache) and test/k8s/bin/kubectl (the cluster harness's build; `KUBECTL` names another kubectl with kustomize >= v5).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -61,7 +61,7 @@ const named = (docs: readonly Obj[], kind: string, name: string): Obj => {
 
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'helm-chart-'));
-  // a no-op when build/k8s/helm is the pinned version; a link with warm Go caches, minutes when cold
+  // a no-op when test/k8s/bin/helm is the pinned version; a link with warm Go caches, minutes when cold
   if (process.env.HELM === undefined) await runOk('bash', [BUILD_HELM], 30 * 60_000);
   if (!fs.existsSync(KUBECTL)) {
     throw new Error(
