@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DeviceAllocationResult, ResourceClaim } from '../../src/dra/claims.js';
-import { DRIVER_NAME } from '../../src/dra/proto.js';
+import type { DeviceRequestAllocationResult, ResourceClaim } from '../../src/dra/dra-types.js';
+import { DRA_DRIVER } from '../../src/core/dra-devices.js';
 import type { ResourceType } from '../../src/sim/kube-api-types.js';
 import { DraKubeletSimulator } from '../../src/sim/dra-kubelet.js';
 import { makeCharDevices } from '../dra/helpers.js';
@@ -74,7 +74,7 @@ export class DraSandbox {
     const agent = new AgentProcess(spawn(process.execPath, args, { env: this.sb.env(env) }));
     this.sb.agent = agent;
     await Promise.race([
-      this.dra.waitForRegistration(DRIVER_NAME, after, 30_000),
+      this.dra.waitForRegistration(DRA_DRIVER, after, 30_000),
       agent.exited.then((e) => {
         throw new Error(`agent exited (${e.code ?? e.signal}) before registering: ${agent.stderr}`);
       }),
@@ -87,7 +87,7 @@ export class DraSandbox {
     const agent = await this.sb.start([...this.draFlags('both'), ...extraFlags], env, {
       registrationTimeoutMs: 30_000,
     });
-    await this.dra.waitForRegistration(DRIVER_NAME, after, 30_000);
+    await this.dra.waitForRegistration(DRA_DRIVER, after, 30_000);
     return agent;
   }
 
@@ -95,12 +95,12 @@ export class DraSandbox {
   claim(
     name: string,
     devices: string[],
-    extra: Partial<DeviceAllocationResult> = {},
+    extra: Partial<DeviceRequestAllocationResult> = {},
   ): { namespace: string; name: string; uid: string } {
     const uid = randomUUID(); // the stand-in gives the stored object its own
     const results = devices.map((device) => ({
       request: 'npu',
-      driver: DRIVER_NAME,
+      driver: DRA_DRIVER,
       pool: NODE_NAME,
       device,
       ...extra,
@@ -109,7 +109,7 @@ export class DraSandbox {
       apiVersion: 'resource.k8s.io/v1',
       kind: 'ResourceClaim',
       metadata: { name, namespace: 'default', uid },
-      spec: { devices: { requests: [{ name: 'npu', exactly: { deviceClassName: DRIVER_NAME } }] } },
+      spec: { devices: { requests: [{ name: 'npu', exactly: { deviceClassName: DRA_DRIVER } }] } },
       status: { allocation: { devices: { results } } },
     };
     const stored = this.sb.api.store.create(

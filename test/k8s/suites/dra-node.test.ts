@@ -17,7 +17,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import { DRA_CRASH_ENV } from '../../../src/agent/wire-dra.js';
-import { DRIVER_NAME } from '../../../src/dra/proto.js';
+import { DRA_DRIVER as DRIVER_NAME } from '../../../src/core/dra-devices.js';
 import { AGENT_JS, AgentProcess, SEPARATE_CODE } from '../../helpers/agent-process.js';
 import { makeCharDevices, MAJOR } from '../../dra/helpers.js';
 import { ClusterAgent } from '../harness/agent.js';
