@@ -28,7 +28,11 @@ interface Rig extends TestStore {
   readonly cdiDir: string;
   readonly checkpoint: DraCheckpoint;
   readonly preparer: ClaimPreparer;
-  make(o?: { vnpu?: VnpuPort; resetting?: (id: number) => boolean }): ClaimPreparer;
+  make(o?: {
+    vnpu?: VnpuPort;
+    resetting?: (id: number) => boolean;
+    pluginHeld?: () => Promise<ReadonlySet<number>>;
+  }): ClaimPreparer;
 }
 
 let rig: Rig | undefined;
@@ -65,6 +69,7 @@ function setup(o: Parameters<Rig['make']>[0] = {}): Rig {
       clock: ts.clock,
       ...(m.vnpu ? { vnpu: m.vnpu } : {}),
       ...(m.resetting ? { resetting: m.resetting } : {}),
+      ...(m.pluginHeld ? { pluginHeld: m.pluginHeld } : {}),
     });
   rig = { ...ts, dir, api, cdiDir, checkpoint, preparer: make(o), make };
   return rig;
@@ -153,6 +158,29 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
     );
     expect(errorOf(out.get(good.uid))).toBeUndefined();
     expect([specOf(r, bad.uid), r.checkpoint.load()[bad.uid]]).toEqual([undefined, undefined]);
+  });
+
+  test('-deviceApi=both: a chip the device plugin has handed out is refused; kubelet is asked once per batch', async () => {
+    const r = setup();
+    let asked = 0;
+    const p = r.make({ pluginHeld: () => (asked++, Promise.resolve(new Set([2]))) });
+    const held = claim(r, 'held', ['ascend910-2']);
+    const free = claim(r, 'free', ['ascend910-1']);
+    const out = await p.prepare([held, free]);
+    expect(errorOf(out.get(held.uid))).toBe(
+      'refusing to prepare ascend910-2 for default/held: chip Ascend910-2 is allocated through the device plugin',
+    );
+    expect([errorOf(out.get(free.uid)), specOf(r, held.uid), asked]).toEqual([undefined, undefined, 1]);
+  });
+
+  test('-deviceApi=both: a claim already prepared is answered from the checkpoint without asking kubelet', async () => {
+    const r = setup();
+    let asked = 0;
+    const p = r.make({ pluginHeld: () => (asked++, Promise.resolve(new Set<number>())) });
+    const ref = claim(r, 'c1', ['ascend910-1']);
+    const first = await p.prepare([ref]);
+    const again = await p.prepare([ref]);
+    expect([again.get(ref.uid), asked]).toEqual([first.get(ref.uid), 1]);
   });
 
   test('a chip being reset (task-aware reset: reported Healthy meanwhile) is refused', async () => {
