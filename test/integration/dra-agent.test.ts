@@ -14,6 +14,17 @@ import { DraSandbox } from '../helpers/dra-sandbox.js';
 import { MAJOR } from '../dra/helpers.js';
 
 let s: DraSandbox | undefined;
+
+/** Polls `check` every 20 ms until it gives a value (the stand-in's and kubelet simulator's state change unseen). */
+async function until<T>(check: () => T | undefined | null | false, what: string, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 afterEach(async () => {
   await s?.close();
   s = undefined;
@@ -102,6 +113,41 @@ describe('issue [DRA] -deviceApi=both', () => {
     const ref = s.claim('both', ['ascend910-7']);
     expect((await s.dra.prepare(DRA_DRIVER, [ref])).claims[ref.uid]!.error).toBe('');
     expect(s.spec(ref.uid)!.devices.map((d) => d.name)).toEqual([`${ref.uid}-ascend910-7`]);
+  });
+
+  test('never the same chip twice: a chip a prepared claim holds is Unhealthy to kubelet and Allocate refuses it; unprepared, it is offered again', async () => {
+    s = await DraSandbox.create();
+    await s.start('both');
+    const kubelet = s.sb.kubelet;
+    const healthOf = (id: string): string | undefined => kubelet.devices(RESOURCE)?.find((d) => d.ID === id)?.health;
+    const ref = s.claim('held', ['ascend910-4']);
+    expect((await s.dra.prepare(DRA_DRIVER, [ref])).claims[ref.uid]!.error).toBe('');
+    await until(() => healthOf('Ascend910-4') === 'Unhealthy', 'Ascend910-4 Unhealthy to kubelet');
+    await expect(kubelet.allocate(RESOURCE, [['Ascend910-4']])).rejects.toThrow(/held by DRA claim default\/held/);
+    await s.dra.unprepare(DRA_DRIVER, [ref]);
+    await until(() => healthOf('Ascend910-4') === 'Healthy', 'Ascend910-4 Healthy again');
+  });
+});
+
+describe('issue [DRA] items 2-3: the agent publishes its ResourceSlices', () => {
+  test('-deviceApi=dra: every chip in the node’s pool; a fault taints its device; recovery lifts the taint', async () => {
+    s = await DraSandbox.create();
+    await s.start('dra');
+    const devices = await until(() => {
+      const d = s!.sliceDevices();
+      return d.size > 0 ? d : undefined;
+    }, 'the agent’s slices');
+    expect([...devices.keys()].filter((n) => /^ascend910-\d$/.test(n)).sort()).toEqual(
+      [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ascend910-${i}`),
+    );
+    expect(devices.get('ascend910-2')?.taints).toBeUndefined();
+    await s.sb.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'occur' });
+    const taints = await until(() => s!.sliceDevices().get('ascend910-2')?.taints, 'the taint on ascend910-2');
+    expect(taints).toEqual([
+      expect.objectContaining({ key: 'npu.huawei.com/SeparateNPU', value: SEPARATE_CODE, effect: 'NoExecute' }),
+    ]);
+    await s.sb.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'recover' });
+    await until(() => s!.sliceDevices().get('ascend910-2')?.taints === undefined, 'the taint lifted');
   });
 });
 
