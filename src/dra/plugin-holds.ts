@@ -2,9 +2,9 @@
  * `-deviceApi=both` (issue [DRA] item 1, docs/dra.md "never the same chip twice"): which chips kubelet has handed
  * out through the device plugin, from kubelet's pod-resources answer for the plugin's resource (spec I.5, the same
  * answer the pod annotator reads). The API side withdraws those chips from the slices ({@link current}, refreshed
- * on every pod change, every `-listWatchPeriod` and after every Allocate), and NodePrepare asks once more before it
- * plans ({@link refresh}): a claim the scheduler allocated from slices older than an Allocate is refused then, not
- * prepared onto a chip a container already has.
+ * on every pod change and every `-listWatchPeriod`, src/agent/wire-dra-api.ts), and NodePrepare asks once more
+ * before it plans ({@link refresh}): a claim the scheduler allocated from slices older than an Allocate is refused
+ * then, not prepared onto a chip a container already has.
  *
  * One query at a time (a call while one runs joins the next); an answer that cannot be had keeps the last set and
  * is logged once per outage (kubelet restarting: its allocations are what they were).
