@@ -168,24 +168,27 @@ export function wireDraApi(ctx: AgentContext, d: DraApiDeps): DraApiLayer {
     { driver: 'npu.huawei.com', pool: config.nodeName, partitions: flags.draPartitions, both: mode === 'both' },
     'DRA ResourceSlices',
   );
+  const stop = (): void => {
+    if (!running) return;
+    running = false;
+    clearInterval(periodic);
+    side.stop();
+  };
   return {
     enabled: true,
     side,
     pluginHeld: holds ? () => holds.refresh() : undefined,
     start: () => {
       running = true;
-      ctx.cleanups.push('DRA API side', () => side.stop());
+      ctx.cleanups.push('DRA API side', stop);
       void holds?.refresh();
       side.start().catch((err: unknown) => log.warn({ error: message(err) }, 'DRA ResourceSlices: first write'));
       periodic = setInterval(pass, flags.listWatchPeriod * 1000);
       periodic.unref();
     },
     stop: () => {
-      if (!running) return;
-      running = false;
-      clearInterval(periodic);
-      ctx.cleanups.remove('DRA API side');
-      side.stop();
+      if (running) ctx.cleanups.remove('DRA API side');
+      stop();
     },
   };
 }
