@@ -32,9 +32,10 @@ const WHOLE = 'ascend910.npu.huawei.com';
 const PART = 'ascend910-vir10-3c-16g.npu.huawei.com';
 /**
  * A RestartRequest code (faultCode.json): the chip is Unhealthy (spec D.7) and tainted NoSchedule — no eviction of
- * the pod watching its health (a NoExecute level would end it) and no reset (`-hotReset=-1`).
+ * the pod watching its health (a NoExecute level would end it), no reset (`-hotReset=-1`), and no FaultFrequency
+ * rule of faultCustomization.json (repeated, it would separate the chip).
  */
-const FAULT = '80C98008';
+const FAULT = '80C98002';
 /** Faults injected and not recovered yet (recovered after a failed test, so the next one finds every chip free). */
 const active = new Set<number>();
 let cluster: Cluster;
