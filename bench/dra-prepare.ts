@@ -20,9 +20,10 @@ import { ClaimCdi } from '../src/dra/claim-cdi.js';
 import { ClaimPreparer } from '../src/dra/claim-preparer.js';
 import { CachedClaimReader } from '../src/dra/claims.js';
 import { DraCheckpoint } from '../src/dra/checkpoint.js';
-import { ChipNameLookup } from '../src/dra/device-lookup.js';
+import { lookupDraDevice } from '../src/dra/device-lookup.js';
 import { DraKubeletPlugin } from '../src/dra/kubelet-plugin.js';
-import { DRIVER_NAME, loadDraProtos } from '../src/dra/proto.js';
+import { DRA_DRIVER } from '../src/core/dra-devices.js';
+import { loadDraProtos } from '../src/dra/proto.js';
 import { DraKubeletSimulator } from '../src/sim/dra-kubelet.js';
 import { claimObject, FakeClaimApi, makeCharDevices, result } from '../test/dra/helpers.js';
 import { startHarness } from '../test/kubelet/harness.js';
@@ -55,7 +56,7 @@ async function draRun(): Promise<{ prepare: Percentiles; unprepare: Percentiles 
     poolName: POOL,
     store: ts.store,
     claims: new CachedClaimReader({ api, clock: SYSTEM_CLOCK }),
-    lookup: new ChipNameLookup().lookup,
+    lookup: lookupDraDevice,
     checkpoint: new DraCheckpoint(path.join(dir, 'state'), POOL),
     cdi: new ClaimCdi({
       dir: new CdiSpecDir(path.join(dir, 'cdi')),
@@ -80,7 +81,7 @@ async function draRun(): Promise<{ prepare: Percentiles; unprepare: Percentiles 
   await plugin.start();
   const sim = DraKubeletSimulator.start({ registryDir: path.join(dir, 'registry'), pollMs: 100 });
   try {
-    await sim.waitForRegistration(DRIVER_NAME);
+    await sim.waitForRegistration(DRA_DRIVER);
     const prep: number[] = [];
     const unprep: number[] = [];
     for (let i = 0; i < CALLS + 20; i++) {
@@ -89,10 +90,10 @@ async function draRun(): Promise<{ prepare: Percentiles; unprepare: Percentiles 
       api.set(claimObject(uid, name, [result(`ascend910-${i % 8}`, POOL)]));
       const ref = [{ namespace: 'default', name, uid }];
       const t0 = performance.now();
-      const res = await sim.prepare(DRIVER_NAME, ref);
+      const res = await sim.prepare(DRA_DRIVER, ref);
       const t1 = performance.now();
       if (res.claims[uid]?.error) throw new Error(`prepare failed: ${res.claims[uid].error}`);
-      await sim.unprepare(DRIVER_NAME, ref);
+      await sim.unprepare(DRA_DRIVER, ref);
       const t2 = performance.now();
       if (i >= 20) {
         prep.push(t1 - t0);

@@ -5,11 +5,12 @@
 
 /**
  * `target` whose every method call returning a promise calls `settled` once it settles (`err` when it rejected),
- * with the method's name.
+ * with the method's name (or what `nameOf` makes of the name and the arguments: a generic call's verb).
  */
 export function observeCalls<T extends object>(
   target: T,
   settled: (ok: boolean, err: unknown, method: string) => void,
+  nameOf: (method: string, args: readonly unknown[]) => string = (m) => m,
 ): T {
   return new Proxy(target, {
     get(t, prop, receiver) {
@@ -18,9 +19,10 @@ export function observeCalls<T extends object>(
       return (...args: unknown[]): unknown => {
         const r: unknown = (v as (...a: unknown[]) => unknown).apply(t, args);
         if (r instanceof Promise) {
+          const name = nameOf(String(prop), args);
           r.then(
-            () => settled(true, undefined, String(prop)),
-            (err: unknown) => settled(false, err, String(prop)),
+            () => settled(true, undefined, name),
+            (err: unknown) => settled(false, err, name),
           );
         }
         return r;

@@ -22,6 +22,7 @@ import { stateDirProblem } from './state-dir.js';
 import { wireApi } from './wire-api.js';
 import { wireDcmi } from './wire-dcmi.js';
 import { wireDra } from './wire-dra.js';
+import { wireDraApi } from './wire-dra-api.js';
 import { wireHealth } from './wire-health.js';
 import { observeStore, startObservability } from './wire-http.js';
 import { wireKube } from './wire-kube.js';
@@ -113,8 +114,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     const health = await wireHealth(ctx, hw, store);
     steps.step('outputs');
     const kubelet = wireKubelet(ctx, hw, store, api?.events);
-    const dra = wireDra(ctx, hw, store, api); // issue [DRA]: -deviceApi=dra|both (a no-op for plugin)
-    obs.kubeletReady(() => [...kubelet.status(), ...dra.status()]);
     observeStore(metrics, store, log);
     const pods = wirePods(ctx, hw, store, api);
     const soft = kubelet.softShare; // spec L.7: vNPU files of gone pods removed (at start: what a crash left)
@@ -128,12 +127,17 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       realOf: (id) => kubelet.realOf(id),
       ...(soft ? { softShare: soft } : {}),
     });
+    // issue [DRA]: -deviceApi=dra|both (no-ops for plugin): the slices (API side), then the kubelet plugin
+    const draApi = wireDraApi(ctx, { hw, store, api, pods, rankChips: () => kube.rankChips() });
+    const dra = wireDra(ctx, hw, store, api, draApi.pluginHeld);
+    obs.kubeletReady(() => [...kubelet.status(), ...dra.status()]);
 
     steps.step('health monitor first pass');
     state.start();
     await health.start(); // before registering with kubelet: the first list is DCMI's truth
     kube.start();
     pods.start();
+    draApi.start(); // in the background: the slices do not wait for the Node's labels
     if (api) {
       // 7. Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1).
       steps.step('node labels and annotations');
@@ -180,6 +184,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         const until = performance.now() + stopBudgetMs;
         const left = (reserveMs: number): number => Math.max(0, until - reserveMs - performance.now());
         kube.pause();
+        draApi.stop();
         // flows stop at their next step; running episodes stay in -stateDir for the next start
         await withTimeout(reset.stop(), left(2000), undefined, deps.hurry);
         health.stop();

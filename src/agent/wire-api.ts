@@ -8,7 +8,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { statusOf, errorMessage as message } from '../core/errors.js';
 import { readStartupValues, type StartupValues } from '../kube/device-info-publisher.js';
 import { KubeEventRecorder } from '../kube/event-recorder.js';
-import { KubeClient, loadKubeAccess, type AgentCoreApi } from '../kube/kube-client.js';
+import { clientNodeJsonRequester } from '../kube/client-node-json.js';
+import { KubeClient, loadKubeAccess, type AgentCoreApi, type JsonRequester } from '../kube/kube-client.js';
 import type { WatchFn } from '../kube/list-watch.js';
 import { ApiRecovery, type BackoffOptions } from '../kube/write-queue.js';
 import type { AgentContext, Env } from './context.js';
@@ -16,17 +17,12 @@ import { AgentStartError, EXIT } from './errors.js';
 import { untilAborted, withTimeout } from './lifecycle.js';
 import { observeCalls } from './observe-calls.js';
 
-/** The ResourceClaim read of the DRA driver (issue [DRA]): `GET /apis/resource.k8s.io/v1/.../resourceclaims/<name>`. */
-export interface ResourceClaimReadApi {
-  readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown>;
-}
-
 /** The API server as the kube layer uses it: the CoreV1 calls and the watch. */
 export interface KubeBackend {
   readonly core: AgentCoreApi;
   readonly watch: WatchFn;
-  /** resource.k8s.io/v1 ResourceClaims, read by the DRA driver (issue [DRA]). */
-  readonly claims: ResourceClaimReadApi;
+  /** Calls without a method of their own: the DRA driver's resource.k8s.io/v1 calls (issue [DRA], dra-api.ts). */
+  readonly json: JsonRequester;
   /** `built-in` (KubeClient) or `client-node`, and where the access came from (for the log). */
   readonly client: 'built-in' | 'client-node';
   readonly from: string;
@@ -40,8 +36,8 @@ export interface ApiLayer {
   /** The CoreV1 calls, each reporting its outcome to the shared recovery. */
   readonly core: AgentCoreApi;
   readonly watch: WatchFn;
-  /** ResourceClaim reads of the DRA driver, reporting to the shared recovery too. */
-  readonly claims: ResourceClaimReadApi;
+  /** The DRA driver's resource.k8s.io/v1 calls (slices, claims), reporting to the shared recovery too. */
+  readonly json: JsonRequester;
   /** The backoff of every retrier (wakes at the API server's return). */
   readonly backoff: BackoffOptions;
   readonly events: KubeEventRecorder;
@@ -54,6 +50,14 @@ export interface ApiLayer {
 /** The client calls that write (their success wakes the retriers waiting after a conflict). */
 const WRITE_CALL = /^(?:create|replace|patch|delete)/;
 
+/** A generic request's HTTP verb as the call it is (`requestJson('PUT', …)` is a write). */
+const VERB_CALL: Readonly<Record<string, string>> = {
+  POST: 'create',
+  PUT: 'replace',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
+
 /** Bound of one outage probe. */
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -62,10 +66,9 @@ export async function clientNodeBackend(kc: k8s.KubeConfig, from = 'kubeconfig')
   const m = await import('@kubernetes/client-node');
   const watcher = new m.Watch(kc);
   const health = new m.Health(kc);
-  const resource = kc.makeApiClient(m.ResourceV1Api);
   return {
     core: kc.makeApiClient(m.CoreV1Api),
-    claims: { readNamespacedResourceClaim: (p) => resource.readNamespacedResourceClaim(p) },
+    json: clientNodeJsonRequester(kc),
     watch: (p, q, cb, done) => watcher.watch(p, q, cb, done),
     client: 'client-node',
     from,
@@ -86,7 +89,7 @@ export async function loadKube(flag: string, env: Env): Promise<KubeBackend | un
       const c = new KubeClient(source.access);
       return {
         core: c,
-        claims: c,
+        json: c,
         watch: c.watch,
         client: 'built-in',
         from: source.from,
@@ -150,7 +153,7 @@ export async function wireApi(
   cleanups.push('events', () => withTimeout(events.close(), 2000, undefined));
   return {
     core,
-    claims: observeCalls(kube.claims, outcome),
+    json: observeCalls(kube.json, outcome, (_, args) => VERB_CALL[String(args[0])] ?? 'read'),
     watch: kube.watch,
     backoff,
     events,

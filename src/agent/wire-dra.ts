@@ -13,7 +13,8 @@ import { ClaimCdi } from '../dra/claim-cdi.js';
 import { ClaimPreparer, type PrepareStep, type VnpuPort } from '../dra/claim-preparer.js';
 import { CachedClaimReader } from '../dra/claims.js';
 import { DraCheckpoint } from '../dra/checkpoint.js';
-import { chainLookups, ChipNameLookup, type DeviceLookup } from '../dra/device-lookup.js';
+import { draApiOf } from '../dra/dra-api.js';
+import { lookupDraDevice } from '../dra/device-lookup.js';
 import { DraKubeletPlugin, type DraRegistrationStatus } from '../dra/kubelet-plugin.js';
 import { loadDraProtos } from '../dra/proto.js';
 import { collectDefaultDeviceNodes, FsDeviceNodeProbe, ubNodes } from '../kubelet/device-nodes.js';
@@ -81,15 +82,15 @@ function dcmiVnpu(hw: DcmiLayer): VnpuPort {
 }
 
 /**
- * Builds the DRA layer (or the no-op one for `-deviceApi=plugin`). `lookups` are tried before the whole-chip names
- * (the API side's partition names).
+ * Builds the DRA layer (or the no-op one for `-deviceApi=plugin`). `pluginHeld` (`-deviceApi=both`): the chips the
+ * device plugin has handed out, asked before a new claim is prepared.
  */
 export function wireDra(
   ctx: AgentContext,
   hw: DcmiLayer,
   store: NodeStateStore,
   api: ApiLayer | undefined,
-  lookups: readonly DeviceLookup[] = [],
+  pluginHeld?: () => Promise<ReadonlySet<number>>,
 ): DraLayer {
   const { flags, log, config, clock } = ctx;
   if (deviceApiOf(flags) === 'plugin') return OFF;
@@ -121,13 +122,14 @@ export function wireDra(
   const preparer = new ClaimPreparer({
     poolName,
     store,
-    claims: new CachedClaimReader({ api: api.claims, clock, logger: log }),
-    lookup: chainLookups(...lookups, new ChipNameLookup().lookup),
+    claims: new CachedClaimReader({ api: draApiOf(api.json), clock, logger: log }),
+    lookup: lookupDraDevice,
     checkpoint: new DraCheckpoint(flags.stateDir, config.nodeName),
     cdi: new ClaimCdi({ dir: new CdiSpecDir(flags.cdiDir), devDir: flags.devDir, shared, mounts }),
     clock,
     vnpu: dcmiVnpu(hw),
     resetting: (id) => store.resetOverrides().healthy.has(id),
+    ...(pluginHeld ? { pluginHeld } : {}),
     ...(afterStep ? { afterStep } : {}),
     logger: log,
   });
@@ -142,7 +144,10 @@ export function wireDra(
       store,
       clock,
       logger: log,
-      observed: (call, ms, failed) => log.debug({ call, ms, failedClaims: failed }, 'DRA call answered'),
+      observed: (call, ms, failed) => {
+        ctx.metrics.dra.observeCall(call, ms, failed);
+        log.debug({ call, ms, failedClaims: failed }, 'DRA call answered');
+      },
     });
   } catch (err) {
     if (err instanceof SocketPathTooLongError) throw new AgentStartError(message(err), EXIT.BAD_CONFIG, { cause: err });

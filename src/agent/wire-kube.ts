@@ -32,6 +32,8 @@ import type { PodsLayer } from './wire-pods.js';
 export interface KubeLayer {
   /** The Node's labels as last read (reset: server usage, hot-reset §1.3); empty without an API server. */
   nodeLabels(): Readonly<Record<string, string>>;
+  /** The chips' C.5 addresses and B.7 super-device ids as last read with the node labels (the DRA API side's). */
+  rankChips(): ReadonlyMap<number, RankChip>;
   /** Called with each pod the annotator has just annotated (hot-reset §2.6). */
   onPodAnnotated(listener: (namespace: string, name: string) => void): void;
   /** The publisher's watch and first write, in the background (bounded). */
@@ -73,6 +75,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   if (!api) {
     return {
       nodeLabels: () => ({}),
+      rankChips: () => new Map(),
       onPodAnnotated: () => undefined,
       start: () => undefined,
       setUpNode: () => Promise.resolve(),
@@ -219,6 +222,7 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
   let periodic: NodeJS.Timeout | undefined;
   return {
     nodeLabels: () => labeler.nodeLabels(),
+    rankChips: () => rankChips,
     onPodAnnotated: (l) => annotator.onAnnotated(l),
     start: () => void withTimeout(publisher.start(), ctx.apiTimeoutMs, undefined),
     setUpNode: async () => {

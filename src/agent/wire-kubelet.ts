@@ -121,7 +121,9 @@ export function wireKubelet(ctx: AgentContext, hw: DcmiLayer, store: NodeStateSt
   if (mixedTypes) log.info({ types: Object.fromEntries(mixedTypes) }, '310P mixed insert: device type by logic id');
   const softShare = softShareOf(ctx, hw, shareCount, events); // spec L.7
   // subscribed first: kubelet sees a snapshot before anyone else
-  const chipSource = new StoreDeviceSource(store, mixedTypes ? { mixedTypes } : { shareCount });
+  // -deviceApi=both: a chip a prepared DRA claim holds is Unhealthy to kubelet and refused by Allocate
+  const draHolds = flags.deviceApi === 'both';
+  const chipSource = new StoreDeviceSource(store, { ...(mixedTypes ? { mixedTypes } : { shareCount }), draHolds });
   ctx.cleanups.push('device source', () => chipSource.close());
   // dynamic vNPU (spec A.1, B.3, B.6): one npu-core server whose pseudo-devices are the chips' AI cores
   let coresPerChip = 0;

@@ -346,6 +346,12 @@ export const AGENT_FLAGS = {
     support: 'yes',
     help: 'device plugin: answer Allocate with CDI devices (ascend.com/npu=<device>) instead of device specs',
   },
+  draPartitions: {
+    kind: 'bool',
+    def: true,
+    support: 'yes',
+    help: 'DRA: publish the static vNPU templates as partitions of each chip (910B, 910A3, 310P; no effect elsewhere)',
+  },
   kubeletWaitTimeout: {
     kind: 'int',
     def: 300,
@@ -625,6 +631,12 @@ export function parseAgentArgs(
     if (env.ASCEND_DOCKER_RUNTIME === 'True') {
       errors.push('-cdiDevicePlugin=true conflicts with ASCEND_DOCKER_RUNTIME=True (environment variables only, C.4)');
     }
+  }
+  // dynamic vNPU destroys every vNPU no pod's annotation names (spec D.2 step 1): DRA's partitions among them
+  if (flags.deviceApi === 'both' && flags.draPartitions && !flags.presetVirtualDevice) {
+    errors.push(
+      '-deviceApi=both with -draPartitions=true requires -presetVirtualDevice=true (or -draPartitions=false)',
+    );
   }
   for (const n of ['kubeconfig', 'dcmiLibrary', 'switchLibrary'] as const) {
     if (flags[n] !== '' && !path.isAbsolute(flags[n])) errors.push(`${where(n)} must be an absolute path`);

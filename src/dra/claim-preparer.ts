@@ -19,19 +19,14 @@
  * vNPUs, then drops the claim from the checkpoint; a claim it does not know is a success (idempotent).
  */
 import { qualifiedName } from '../cdi/spec.js';
+import { DRA_DRIVER } from '../core/dra-devices.js';
 import type { Clock } from '../core/clock.js';
 import { errorMessage } from '../core/errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { ChipState, DraClaimHold, NodeState } from '../state/store.js';
 import type { ClaimCdi } from './claim-cdi.js';
 import { CLAIM_UID, claimCdiName } from './claim-cdi.js';
-import {
-  allocationResults,
-  claimKey,
-  type ClaimRef,
-  type DeviceAllocationResult,
-  type ResourceClaim,
-} from './claims.js';
+import { allocationResults, claimKey, type ClaimRef } from './claims.js';
 import {
   CheckpointError,
   type CheckpointClaim,
@@ -40,7 +35,7 @@ import {
   type DraCheckpoint,
 } from './checkpoint.js';
 import type { DeviceLookup } from './device-lookup.js';
-import { DRIVER_NAME } from './proto.js';
+import type { DeviceRequestAllocationResult, ResourceClaim } from './dra-types.js';
 
 /** The steps after which a prepare or unprepare has changed something durable (crash-test hook points). */
 export type PrepareStep =
@@ -67,6 +62,11 @@ export interface ClaimPreparerOptions {
   readonly vnpu?: VnpuPort;
   /** Whether a task-aware reset runs on the chip (hot-reset §3.10: then reported Healthy, yet not to be handed out). */
   readonly resetting?: (logicId: number) => boolean;
+  /**
+   * `-deviceApi=both`: the phy ids of the chips kubelet has handed out through the device plugin, asked before each
+   * prepare of a new claim; such a chip is refused (docs/dra.md "never the same chip twice").
+   */
+  readonly pluginHeld?: () => Promise<ReadonlySet<number>>;
   /** Called after each durable step (tests: a kill -9 there). */
   readonly afterStep?: (step: PrepareStep) => void;
   readonly logger?: Logger;
@@ -99,11 +99,13 @@ export const MAX_CLAIMS_PER_REQUEST = 1024;
 /** Levels that take a chip out of scheduling upstream (spec E.2): a device on such a chip is not prepared. */
 const SEPARATED_LEVELS: ReadonlySet<string> = new Set(['PreSeparateNPU', 'SeparateNPU', 'ManuallySeparateNPU']);
 
+const NONE_HELD: ReadonlySet<number> = new Set();
+
 /** resource.k8s.io/v1 `AllocationResultsMaxSize`: the most results one claim can carry. */
 export const MAX_RESULTS_PER_CLAIM = 32;
 
 /** Whether an allocation result has the fields read here, as strings (the API server's answer is input too). */
-function wellFormed(r: unknown): r is DeviceAllocationResult {
+function wellFormed(r: unknown): r is DeviceRequestAllocationResult {
   if (typeof r !== 'object' || r === null) return false;
   const x = r as Record<string, unknown>;
   return ['request', 'driver', 'pool', 'device'].every((k) => typeof x[k] === 'string');
@@ -155,6 +157,9 @@ export class ClaimPreparer {
           device: d.device,
           logicId: d.logicId,
           ...(d.adminAccess ? { adminAccess: true } : {}),
+          ...(d.template !== undefined && d.vdevId !== undefined
+            ? { vnpu: { template: d.template, vdevId: d.vdevId } }
+            : {}),
         })),
       }));
   }
@@ -230,10 +235,13 @@ export class ClaimPreparer {
     }
     // the slow part first, outside the lock: claims not prepared yet are read from the API
     const toRead = wanted.filter((r) => this.#claims[r.uid]?.state !== 'prepared');
-    const read = await Promise.allSettled(toRead.map((r) => this.#o.claims.read(r)));
+    const [read, pluginHeld] = await Promise.all([
+      Promise.allSettled(toRead.map((r) => this.#o.claims.read(r))),
+      toRead.length > 0 && this.#o.pluginHeld ? this.#o.pluginHeld() : NONE_HELD,
+    ]);
     const claimOf = new Map<string, PromiseSettledResult<ResourceClaim>>(toRead.map((r, i) => [r.uid, read[i]!]));
     return this.#locked(() => {
-      this.#prepareLocked(wanted, claimOf, out);
+      this.#prepareLocked(wanted, claimOf, pluginHeld, out);
       return out;
     });
   }
@@ -256,6 +264,7 @@ export class ClaimPreparer {
   #prepareLocked(
     wanted: readonly ClaimRef[],
     claimOf: ReadonlyMap<string, PromiseSettledResult<ResourceClaim>>,
+    pluginHeld: ReadonlySet<number>,
     out: Map<string, PrepareOutcome>,
   ): void {
     const state = this.#o.store.snapshot();
@@ -273,7 +282,7 @@ export class ClaimPreparer {
       }
       let planned: CheckpointDevice[] | string;
       try {
-        planned = this.#plan(ref, r.value, state, plans);
+        planned = this.#plan(ref, r.value, state, plans, pluginHeld);
       } catch (err) {
         planned = `${claimKey(ref)} cannot be planned: ${errorMessage(err)}`; // a claim no check foresaw: its own error
       }
@@ -355,7 +364,13 @@ export class ClaimPreparer {
   }
 
   /** Plans one claim: its devices, or a message why it cannot be prepared. */
-  #plan(ref: ClaimRef, claim: ResourceClaim, state: NodeState, batch: readonly Plan[]): CheckpointDevice[] | string {
+  #plan(
+    ref: ClaimRef,
+    claim: ResourceClaim,
+    state: NodeState,
+    batch: readonly Plan[],
+    pluginHeld: ReadonlySet<number>,
+  ): CheckpointDevice[] | string {
     const { poolName, lookup } = this.#o;
     const byDevice = new Map<string, CheckpointDevice>();
     const results: unknown = claim.status?.allocation?.devices?.results ?? [];
@@ -366,7 +381,7 @@ export class ClaimPreparer {
     for (const r of allocationResults(claim)) {
       if (!wellFormed(r))
         return `${claimKey(ref)} has a malformed allocation result ${JSON.stringify(r).slice(0, 200)}`;
-      if (r.driver !== DRIVER_NAME) continue; // another driver's device: that driver prepares it
+      if (r.driver !== DRA_DRIVER) continue; // another driver's device: that driver prepares it
       if (r.pool !== poolName)
         return `device ${r.device} of ${claimKey(ref)} is allocated from pool ${r.pool}; this node's pool is ${poolName}`;
       const request = baseRequest(r.request);
@@ -386,6 +401,9 @@ export class ClaimPreparer {
         const refusal = chipRefusal(chip, this.#o.resetting?.(chip.logicId) ?? false);
         if (refusal !== undefined)
           return `refusing to prepare ${r.device} for ${claimKey(ref)}: chip ${chip.name} ${refusal}`;
+        if (pluginHeld.has(chip.phyId)) {
+          return `refusing to prepare ${r.device} for ${claimKey(ref)}: chip ${chip.name} is allocated through the device plugin`;
+        }
         const holder = this.#holderOf(r.device, chip.logicId, target.template !== undefined, batch);
         if (holder !== undefined) return `device ${r.device} for ${claimKey(ref)}: ${holder}`;
       }

@@ -11,37 +11,8 @@
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { Clock } from '../core/clock.js';
 import { errorMessage, statusOf } from '../core/errors.js';
-
-/** One allocation result (`status.allocation.devices.results[]`, resource.k8s.io/v1 `DeviceRequestAllocationResult`). */
-export interface DeviceAllocationResult {
-  readonly request: string;
-  readonly driver: string;
-  readonly pool: string;
-  readonly device: string;
-  readonly adminAccess?: boolean | null;
-  readonly shareID?: string | null;
-}
-
-/** The part of a resource.k8s.io/v1 ResourceClaim read here. */
-export interface ResourceClaim {
-  readonly apiVersion?: string;
-  readonly kind?: string;
-  readonly metadata: {
-    readonly name?: string;
-    readonly namespace?: string;
-    readonly uid?: string;
-    readonly resourceVersion?: string;
-  };
-  readonly spec?: unknown;
-  readonly status?: {
-    readonly allocation?: {
-      readonly devices?: { readonly results?: readonly DeviceAllocationResult[] | null } | null;
-      readonly nodeSelector?: unknown;
-    } | null;
-    readonly reservedFor?:
-      readonly { readonly resource?: string; readonly name?: string; readonly uid?: string }[] | null;
-  } | null;
-}
+import type { DraApi } from './dra-api.js';
+import type { DeviceRequestAllocationResult, ResourceClaim } from './dra-types.js';
 
 /** What kubelet names in a request (dra/v1 `Claim`). */
 export interface ClaimRef {
@@ -55,10 +26,8 @@ export function claimKey(ref: Pick<ClaimRef, 'namespace' | 'name'>): string {
   return `${ref.namespace}/${ref.name}`;
 }
 
-/** The API call the reader needs (the agent's client: `GET .../namespaces/<ns>/resourceclaims/<name>`). */
-export interface ClaimApi {
-  readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown>;
-}
+/** The API call the reader needs: `GET .../namespaces/<ns>/resourceclaims/<name>` (the API side's calls). */
+export type ClaimApi = Pick<DraApi, 'readResourceClaim'>;
 
 /** Why a claim could not be used (a per-claim error in the answer to kubelet). */
 export class ClaimReadError extends Error {
@@ -155,10 +124,7 @@ export class CachedClaimReader {
     this.#gets++;
     let raw: unknown;
     try {
-      raw = await Promise.race([
-        this.#o.api.readNamespacedResourceClaim({ name: ref.name, namespace: ref.namespace }),
-        timeout,
-      ]);
+      raw = await Promise.race([this.#o.api.readResourceClaim(ref.namespace, ref.name) as Promise<unknown>, timeout]);
     } catch (err) {
       if (err instanceof ClaimReadError) throw err;
       const status = statusOf(err);
@@ -192,6 +158,6 @@ export function hasAllocation(claim: ResourceClaim): boolean {
 }
 
 /** The allocation results of the claim (empty when none). */
-export function allocationResults(claim: ResourceClaim): readonly DeviceAllocationResult[] {
+export function allocationResults(claim: ResourceClaim): readonly DeviceRequestAllocationResult[] {
   return claim.status?.allocation?.devices?.results ?? [];
 }

@@ -1,60 +1,41 @@
 /**
  * From the device names of a ResourceSlice (the allocation results name them) to the chips of the store's snapshot
- * (issue [DRA] item 2). Physical chips are named as Huawei's driver names them: the released name and the phy id,
- * lower-cased because a device name is a DNS label (`strings.ToLower("Ascend910-3")` → `ascend910-3`; Ascend910A5
- * `npu-3`; the API side's `draChipName`); other names (vNPU partitions of a chip) come from lookups the API side
- * defines, chained in front with {@link chainLookups}. A lookup reads the snapshot it is given and nothing else.
+ * (issue [DRA] items 1, 5): one reading of the names for both halves of the driver, `parseDraDeviceName` of the
+ * shared vocabulary (src/core/dra-devices.ts) — a whole chip is Huawei's name lower-cased (`ascend910-3`, A5
+ * `npu-3`), a vNPU partition the chip's name, the template and an index (`ascend910-3-vir05-1c-16g-0`). A name of
+ * another chip kind, of a template the kind does not have, or of a phy id no chip of the snapshot has, is not ours.
  */
-import type { ChipKind } from '../core/chips.js';
-import { chipName, managerName } from '../core/device-names.js';
-import type { ChipState, NodeState } from '../state/store.js';
-
-/** The DRA device name of a whole chip: `ascend910-3`, `ascend310p-1`, A5 `npu-3`. */
-export function chipDeviceName(kind: ChipKind, phyId: number): string {
-  return chipName(managerName(kind), phyId).toLowerCase();
-}
+import { parseDraDeviceName } from '../core/dra-devices.js';
+import { templatesOf } from '../kubelet/vnpu-core.js';
+import type { NodeState } from '../state/store.js';
 
 /** What an allocated device is on this node. */
 export interface DraDeviceTarget {
   /** Logic id of the chip (the whole chip, or the chip a partition is cut from). */
   readonly logicId: number;
+  /** Phy id of that chip. */
+  readonly phyId: number;
   /**
-   * A vNPU partition: the DCMI template (`vir04`, `vir02_1c`, … spec B.3) of the vNPU NodePrepare creates on the
-   * chip, destroyed again at NodeUnprepare. Absent for a whole chip.
+   * A vNPU partition: the DCMI template (`vir05_1c_16g`, spec B.3) of the vNPU NodePrepare creates on the chip,
+   * destroyed again at NodeUnprepare. Absent for a whole chip.
    */
   readonly template?: string;
 }
 
-/** Maps a device name to its target in `state`; undefined when the name is not this lookup's. */
+/** Maps a device name to its target in `state`; undefined when the name is not a device of this node. */
 export type DeviceLookup = (name: string, state: NodeState) => DraDeviceTarget | undefined;
 
-/**
- * Whole chips by name ({@link chipDeviceName} of every chip of the snapshot). The index is rebuilt only when the
- * snapshot's chip list is another object (the store keeps it while no chip changes).
- */
-export class ChipNameLookup {
-  #chips: readonly ChipState[] | undefined;
-  #byName = new Map<string, number>();
-
-  /** The lookup function (bound). */
-  readonly lookup: DeviceLookup = (name, state) => {
-    if (state.chips !== this.#chips) {
-      const kind = state.node.chipKind;
-      this.#byName = new Map(state.chips.map((c) => [chipDeviceName(kind, c.phyId), c.logicId]));
-      this.#chips = state.chips;
-    }
-    const logicId = this.#byName.get(name);
-    return logicId === undefined ? undefined : { logicId };
+/** The lookup of this driver's names (see the module comment). */
+export const lookupDraDevice: DeviceLookup = (name, state) => {
+  const kind = state.node.chipKind;
+  const ref = parseDraDeviceName(name, kind);
+  if (ref === undefined) return undefined;
+  if (ref.template !== undefined && !templatesOf(kind).includes(ref.template)) return undefined;
+  const chip = state.chips.find((c) => c.phyId === ref.phyId);
+  if (chip === undefined) return undefined;
+  return {
+    logicId: chip.logicId,
+    phyId: chip.phyId,
+    ...(ref.template !== undefined ? { template: ref.template } : {}),
   };
-}
-
-/** The first answer of `lookups`, in order. */
-export function chainLookups(...lookups: readonly DeviceLookup[]): DeviceLookup {
-  return (name, state) => {
-    for (const l of lookups) {
-      const t = l(name, state);
-      if (t !== undefined) return t;
-    }
-    return undefined;
-  };
-}
+};

@@ -3,6 +3,7 @@
  * the API server's JSON as is (`KubeClient.requestJson`). Errors carry the HTTP status as `code` (the kube layer's
  * retry and 404/409 handling read it with `statusOf`).
  */
+import type { JsonRequester } from '../kube/kube-client.js';
 import {
   RESOURCE_CLAIMS_PATH,
   RESOURCE_SLICES_PATH,
@@ -11,18 +12,8 @@ import {
   type ResourceSlice,
 } from './dra-types.js';
 
-/** Sends one request; rejects with an error whose `code` is the HTTP status when the answer is not 2xx. */
-export interface JsonRequester {
-  requestJson<T>(
-    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
-    path: string,
-    options?: {
-      readonly query?: Readonly<Record<string, string>>;
-      readonly body?: unknown;
-      readonly contentType?: string;
-    },
-  ): Promise<T>;
-}
+/** The client the calls go through (`KubeClient`, or client-node's kubeconfig through `clientNodeJsonRequester`). */
+export type { JsonRequester };
 
 /** The calls the slice writer and the claim-status writer make. */
 export interface DraApi {

@@ -112,6 +112,10 @@ export interface DeviceRequestAllocationResult {
   driver: string;
   pool: string;
   device: string;
+  /** The device is watched, not taken (admin access): NodePrepare does not hold it. */
+  adminAccess?: boolean | null;
+  /** The share of a consumable-capacity allocation. */
+  shareID?: string | null;
   bindingConditions?: string[];
   bindingFailureConditions?: string[];
   [k: string]: unknown;

@@ -5,8 +5,8 @@
  * chip), so whatever a pod got shows in its status. A device is HEALTHY when its chip is Healthy and not being
  * reset; the message names the level, the chip's fault codes and the network health (bounded to kubelet's 1024).
  */
+import { draChipName } from '../core/dra-devices.js';
 import type { ChipState, NodeState } from '../state/store.js';
-import { chipDeviceName } from './device-lookup.js';
 
 /** Kubelet's limit on a health message (longer ones it truncates). */
 export const MAX_HEALTH_MESSAGE = 1024;
@@ -47,7 +47,7 @@ export function healthReport(state: NodeState, poolName: string): DeviceHealthRe
     seen.add(deviceName);
     out.push({ poolName, deviceName, health: statusOf(chip), message: messageOf(chip) });
   };
-  for (const c of state.chips) add(chipDeviceName(state.node.chipKind, c.phyId), c);
+  for (const c of state.chips) add(draChipName(state.node.chipKind, c.phyId), c);
   const claimed = state.draClaims
     .flatMap((h) => h.devices)
     .sort((a, b) => (a.device < b.device ? -1 : a.device > b.device ? 1 : 0));

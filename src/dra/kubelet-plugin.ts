@@ -16,6 +16,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock, TimerHandle } from '../core/clock.js';
+import { DRA_DRIVER } from '../core/dra-devices.js';
 import { errorMessage } from '../core/errors.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import { Backoff } from '../kubelet/backoff.js';
@@ -23,7 +24,7 @@ import { checkKubeletPathOwner } from '../kubelet/unix-socket.js';
 import type { NodeState } from '../state/store.js';
 import type { ClaimPreparer, RecoveryReport } from './claim-preparer.js';
 import { DraServer } from './dra-server.js';
-import { DRA_SOCKET, DRIVER_NAME, REGISTRATION_SOCKET, type DraProtos } from './proto.js';
+import { DRA_SOCKET, REGISTRATION_SOCKET, type DraProtos } from './proto.js';
 import { RegistrationServer } from './registration-server.js';
 
 /** Mode of the driver's own socket folder. */
@@ -83,7 +84,7 @@ export class DraKubeletPlugin extends EventEmitter {
     super();
     this.#o = options;
     this.#log = options.logger ?? NOOP_LOGGER;
-    this.pluginDir = path.join(options.pluginsDir, DRIVER_NAME);
+    this.pluginDir = path.join(options.pluginsDir, DRA_DRIVER);
     this.draSocket = path.join(this.pluginDir, DRA_SOCKET);
     this.registrationSocket = path.join(options.registryDir, REGISTRATION_SOCKET);
     const b = options.refusalBackoff ?? { initialMs: 1000, maxMs: 60_000 };
@@ -127,7 +128,7 @@ export class DraKubeletPlugin extends EventEmitter {
   status(): DraRegistrationStatus {
     // a kubelet without the ResourceHealthStatus gate opens no health stream: registered is then enough
     const streams = this.#registered ? Math.max(1, this.server.healthStreams) : 0;
-    return { resourceName: `${DRIVER_NAME} (DRA)`, registered: this.#registered, activeStreams: streams };
+    return { resourceName: `${DRA_DRIVER} (DRA)`, registered: this.#registered, activeStreams: streams };
   }
 
   /** Folders, recovery, both sockets, the watch (see the module comment). Rejects with the reason it cannot. */

@@ -7,14 +7,13 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import path from 'node:path';
+import { DRA_DRIVER } from '../core/dra-devices.js';
 import { PROJECT_ROOT } from '../core/paths.js';
 import type { ProtoGrpcType as DraProto } from '../generated/dra/api.js';
 import type { ProtoGrpcType as DraHealthProto } from '../generated/drahealth/api.js';
 import type { ProtoGrpcType as RegistrationProto } from '../generated/pluginregistration/api.js';
 import { LOADER_OPTIONS } from '../kubelet/proto.js';
 
-/** The driver's name (Huawei's; the ResourceSlices' `spec.driver`, the allocation results' `driver`). */
-export const DRIVER_NAME = 'npu.huawei.com';
 /** `PluginInfo.type` of a DRA plugin (k8s.io/kubelet pluginregistration/v1 `DRAPlugin`). */
 export const DRA_PLUGIN_TYPE = 'DRAPlugin';
 /**
@@ -26,7 +25,7 @@ export const DRA_PLUGIN_SERVICE = 'v1.DRAPlugin';
 export const DRA_HEALTH_SERVICE = 'v1.DRAResourceHealth';
 
 /** Socket of the registration server in the registry folder (kubeletplugin's default `<driver>-reg.sock`). */
-export const REGISTRATION_SOCKET = `${DRIVER_NAME}-reg.sock`;
+export const REGISTRATION_SOCKET = `${DRA_DRIVER}-reg.sock`;
 /** The driver's service socket `<plugins dir>/<driver>/dra.sock` (kubeletplugin's default). */
 export const DRA_SOCKET = 'dra.sock';
 

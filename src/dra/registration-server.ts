@@ -9,17 +9,12 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import fs from 'node:fs';
+import { DRA_DRIVER } from '../core/dra-devices.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { PluginInfo } from '../generated/pluginregistration/pluginregistration/PluginInfo.js';
 import type { RegistrationHandlers } from '../generated/pluginregistration/pluginregistration/Registration.js';
 import { checkSocketPath, removeStale, socketIdentity } from '../kubelet/unix-socket.js';
-import {
-  DRA_HEALTH_SERVICE,
-  DRA_PLUGIN_SERVICE,
-  DRA_PLUGIN_TYPE,
-  DRIVER_NAME,
-  type RegistrationPackage,
-} from './proto.js';
+import { DRA_HEALTH_SERVICE, DRA_PLUGIN_SERVICE, DRA_PLUGIN_TYPE, type RegistrationPackage } from './proto.js';
 
 /** Longest error text of kubelet's kept for the log. */
 const MAX_ERROR_TEXT = 2048;
@@ -61,7 +56,7 @@ export class RegistrationServer {
   get info(): PluginInfo {
     return {
       type: DRA_PLUGIN_TYPE,
-      name: DRIVER_NAME,
+      name: DRA_DRIVER,
       endpoint: this.#o.endpoint,
       supportedVersions: [DRA_PLUGIN_SERVICE, DRA_HEALTH_SERVICE],
     };
@@ -127,11 +122,11 @@ export class RegistrationServer {
       NotifyRegistrationStatus: (call, callback) => {
         const { pluginRegistered, error } = call.request;
         if (pluginRegistered) {
-          this.#log.info({ driver: DRIVER_NAME, endpoint: this.#o.endpoint }, 'registered with kubelet (DRA)');
+          this.#log.info({ driver: DRA_DRIVER, endpoint: this.#o.endpoint }, 'registered with kubelet (DRA)');
           this.#o.events?.registered?.();
         } else {
           const text = error.slice(0, MAX_ERROR_TEXT);
-          this.#log.warn({ driver: DRIVER_NAME, error: text }, 'kubelet refused the DRA plugin registration');
+          this.#log.warn({ driver: DRA_DRIVER, error: text }, 'kubelet refused the DRA plugin registration');
           this.#o.events?.refused?.(text);
         }
         callback(null, {});

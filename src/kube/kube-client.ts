@@ -181,6 +181,24 @@ export function fromKubeconfigFile(file: string): KubeAccessSource {
   return { kind: 'access', access, from: file };
 }
 
+/**
+ * One JSON request to the API server, for the calls without a method of their own (the DRA driver's
+ * `resource.k8s.io/v1` calls, src/dra/dra-api.ts): `path` from the API root; rejects with an error whose `code` is
+ * the HTTP status when the answer is not 2xx. {@link KubeClient} serves it, and `clientNodeJsonRequester` for a
+ * kubeconfig only client-node can read.
+ */
+export interface JsonRequester {
+  requestJson<T>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    options?: {
+      readonly query?: Readonly<Record<string, string>>;
+      readonly body?: unknown;
+      readonly contentType?: string;
+    },
+  ): Promise<T>;
+}
+
 /** An answer of the API server outside 2xx; `code` is the HTTP status (as client-node's `ApiException`). */
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
@@ -398,14 +416,6 @@ export class KubeClient implements AgentCoreApi {
     return this.#call('PATCH', path, p, p.body, 'application/merge-patch+json');
   }
 
-  /**
-   * A resource.k8s.io/v1 ResourceClaim, as the API server sends it (the DRA driver's NodePrepareResources, issue
-   * [DRA]; the caller checks its shape).
-   */
-  readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown> {
-    return this.#call('GET', () => `${resourceClaims(p.namespace)}/${seg(p.name)}`, p);
-  }
-
   readNamespacedLease(p: LeaseParam<'readNamespacedLease'>): Promise<LeaseAnswer<'readNamespacedLease'>> {
     return this.#call('GET', () => `${leases(p.namespace)}/${seg(p.name)}`, p);
   }
@@ -525,54 +535,8 @@ export class KubeClient implements AgentCoreApi {
   #send<T>(method: string, url: URL, payload: Buffer | undefined, contentType: string): Promise<T> {
     const headers = this.#headers(payload ? contentType : undefined);
     if (payload) headers['content-length'] = payload.length;
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      let answered = false;
-      const fail = (err: Error): void => {
-        if (settled) return;
-        settled = true;
-        req.destroy();
-        if (!answered && req.reusedSocket && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
-          Object.assign(err, { staleSocket: true });
-        }
-        reject(err);
-      };
-      const req = this.#request(method, url, headers);
-      req.setTimeout(this.#timeoutMs, () =>
-        fail(new Error(`${method} ${url.pathname}: no answer within ${this.#timeoutMs} ms`)),
-      );
-      req.on('error', fail);
-      req.on('response', (res) => {
-        answered = true;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > this.#maxBody) fail(new Error(`${method} ${url.pathname}: answer over ${this.#maxBody} bytes`));
-          else chunks.push(c);
-        });
-        res.on('error', fail);
-        res.on('end', () => {
-          if (settled) return;
-          settled = true;
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown = text;
-          try {
-            parsed = text === '' ? undefined : JSON.parse(text);
-          } catch {
-            // not JSON (a proxy's error page): kept as text
-          }
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) {
-            if (typeof parsed === 'string') reject(new Error(`${method} ${url.pathname}: answer is not JSON`));
-            else resolve(parsed as T);
-          } else {
-            reject(new KubeApiError(status, parsed, method, url.pathname));
-          }
-        });
-      });
-      req.end(payload);
-    });
+    const req = this.#request(method, url, headers);
+    return exchangeJson<T>(req, { method, url, payload, timeoutMs: this.#timeoutMs, maxBodyBytes: this.#maxBody });
   }
 
   /** client-node's `Watch.watch`: resolves once the answer's head arrived (or failed); `done` is called once. */
@@ -665,11 +629,6 @@ function leases(namespace: string): string {
   return `/apis/coordination.k8s.io/v1/namespaces/${seg(namespace)}/leases`;
 }
 
-function resourceClaims(namespace: string): string {
-  if (!namespace) throw new Error('namespace is required');
-  return `/apis/resource.k8s.io/v1/namespaces/${seg(namespace)}/resourceclaims`;
-}
-
 function seg(name: string): string {
   if (!name) throw new Error('name is required');
   return encodeURIComponent(name);
@@ -693,4 +652,67 @@ export function patchContentType(options: CallOptions): string {
     }
   }
   return type;
+}
+
+/** What {@link exchangeJson} sends and its bounds. */
+export interface JsonExchange {
+  readonly method: string;
+  readonly url: URL;
+  readonly payload: Buffer | undefined;
+  readonly timeoutMs: number;
+  readonly maxBodyBytes: number;
+}
+
+/**
+ * Sends `payload` on `req` and reads the JSON answer: bounded by `timeoutMs` (no answer) and `maxBodyBytes`; an
+ * answer outside 2xx rejects with {@link KubeApiError}, a 2xx that is not JSON with an error. A kept-alive socket the
+ * server had closed before answering rejects with `staleSocket: true` (the caller may send once more).
+ */
+export function exchangeJson<T>(req: http.ClientRequest, x: JsonExchange): Promise<T> {
+  const { method, url } = x;
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let answered = false;
+    const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      req.destroy();
+      if (!answered && req.reusedSocket && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+        Object.assign(err, { staleSocket: true });
+      }
+      reject(err);
+    };
+    req.setTimeout(x.timeoutMs, () => fail(new Error(`${method} ${url.pathname}: no answer within ${x.timeoutMs} ms`)));
+    req.on('error', fail);
+    req.on('response', (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > x.maxBodyBytes) fail(new Error(`${method} ${url.pathname}: answer over ${x.maxBodyBytes} bytes`));
+        else chunks.push(c);
+      });
+      res.on('error', fail);
+      res.on('end', () => {
+        if (settled) return;
+        settled = true;
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = text === '' ? undefined : JSON.parse(text);
+        } catch {
+          // not JSON (a proxy's error page): kept as text
+        }
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          if (typeof parsed === 'string') reject(new Error(`${method} ${url.pathname}: answer is not JSON`));
+          else resolve(parsed as T);
+        } else {
+          reject(new KubeApiError(status, parsed, method, url.pathname));
+        }
+      });
+    });
+    req.end(x.payload);
+  });
 }

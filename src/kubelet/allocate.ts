@@ -60,6 +60,7 @@ export interface AllocatorDeps {
 }
 
 function describeRefusal(d: KubeletDevice): string | undefined {
+  if (d.heldBy !== undefined) return `${d.id} is held by ${d.heldBy} (-deviceApi=both)`;
   if (d.manuallySeparated) return `${d.id} is manually separated (level ${d.level})`;
   if (d.health !== 'Healthy') return `${d.id} is Unhealthy (level ${d.level})`;
   return undefined;

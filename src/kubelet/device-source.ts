@@ -22,6 +22,11 @@ export interface KubeletDevice {
   /** Effective fault level name (spec E.2), e.g. `NormalNPU`, `SeparateNPU`, `ManuallySeparateNPU`. */
   readonly level: string;
   readonly manuallySeparated: boolean;
+  /**
+   * `-deviceApi=both`: the DRA claim that holds the chip (`claim default/train`): the device is advertised Unhealthy
+   * and Allocate refuses it while the claim is prepared (docs/dra.md "never the same chip twice").
+   */
+  readonly heldBy?: string;
   /** NUMA node of the chip when known (spec C.2). */
   readonly numaNode?: number;
 }

@@ -22,6 +22,23 @@ export interface DeviceLayout {
    * without a type is not advertised.
    */
   readonly mixedTypes?: ReadonlyMap<number, string>;
+  /**
+   * `-deviceApi=both`: a chip a prepared DRA claim holds (`NodeState.draClaims`, admin access aside) is advertised
+   * Unhealthy with the claim named ({@link KubeletDevice.heldBy}), so kubelet hands it to no pod and Allocate
+   * refuses it.
+   */
+  readonly draHolds?: boolean;
+}
+
+/** Logic id → the DRA claim holding the chip (the first by uid), admin-access devices aside. */
+export function draHeldChips(state: Pick<NodeState, 'draClaims'>): Map<number, string> {
+  const held = new Map<number, string>();
+  for (const c of state.draClaims) {
+    for (const d of c.devices) {
+      if (d.adminAccess !== true && !held.has(d.logicId)) held.set(d.logicId, `DRA claim ${c.namespace}/${c.name}`);
+    }
+  }
+  return held;
 }
 
 /** Maps one snapshot of the store to the kubelet view. */
@@ -31,15 +48,18 @@ export function toDeviceSnapshot(state: NodeState, layout: DeviceLayout = {}): D
   const devices: KubeletDevice[] = [];
   const mixed = layout.mixedTypes;
   const byType: Record<string, KubeletDevice[]> = {};
+  const held = layout.draHolds === true ? draHeldChips(state) : undefined;
   for (const c of state.chips) {
+    const heldBy = held?.get(c.logicId);
     const base: Omit<KubeletDevice, 'id'> = {
       logicId: c.logicId,
       phyId: c.phyId,
       cardId: c.cardId,
       deviceId: c.deviceId,
-      health: c.health,
+      health: heldBy !== undefined ? 'Unhealthy' : c.health,
       level: c.level,
       manuallySeparated: c.manuallySeparated,
+      ...(heldBy !== undefined ? { heldBy } : {}),
       ...(c.numaNode !== undefined ? { numaNode: c.numaNode } : {}),
     };
     if (mixed) {
@@ -65,8 +85,9 @@ function sameChips(a: readonly ChipState[], b: readonly ChipState[]): boolean {
 /** {@link DeviceSource} over a {@link NodeStateStore}. Listeners are called synchronously from the store's cycle. */
 export class StoreDeviceSource implements DeviceSource {
   #current: DeviceSnapshot;
-  /** Chips of the store snapshot {@link #current} was last compared with. */
+  /** Chips (and DRA claims) of the store snapshot {@link #current} was last compared with. */
   #chips: readonly ChipState[];
+  #claims: NodeState['draClaims'];
   readonly #listeners = new Set<(s: DeviceSnapshot) => void>();
   readonly #unsubscribe: () => void;
 
@@ -77,10 +98,14 @@ export class StoreDeviceSource implements DeviceSource {
     const first = store.snapshot();
     this.#current = freezeSnapshot(toDeviceSnapshot(first, layout));
     this.#chips = first.chips;
+    this.#claims = first.draClaims;
     this.#unsubscribe = store.onChange((state) => {
-      // Only the chips are mapped (the node facts never change in a store): nothing to do when none changed.
-      if (sameChips(state.chips, this.#chips)) return;
+      // Only the chips (and with DRA holds the claims) are mapped (the node facts never change in a store):
+      // nothing to do when none changed.
+      const claimsChanged = layout.draHolds === true && state.draClaims !== this.#claims;
+      if (sameChips(state.chips, this.#chips) && !claimsChanged) return;
       this.#chips = state.chips;
+      this.#claims = state.draClaims;
       const next = toDeviceSnapshot(state, this.layout);
       if (sameDevices(next, this.#current)) return;
       this.#current = freezeSnapshot(next);

@@ -18,6 +18,7 @@ import type { ResetEvent } from '../reset/types.js';
 import type { NodeState, StateChange } from '../state/store.js';
 import { ChipMetrics } from './chip-metrics.js';
 import { ChipNames } from './chip-names.js';
+import { DraMetrics } from './dra-metrics.js';
 import { ResetMetrics } from './reset-metrics.js';
 
 const PREFIX = 'ascend_npu_agent_';
@@ -88,6 +89,8 @@ export class AgentMetrics {
   readonly reset: ResetMetrics;
   /** Per-chip series (issue [J] item 2). */
   readonly chips: ChipMetrics;
+  /** The DRA driver (issue [DRA]): slice writes, republished slices, NodePrepare latency, prepared claims. */
+  readonly dra: DraMetrics;
   /** The chips' labels, attached once DCMI has enumerated them. */
   readonly names = new ChipNames();
   readonly #loop: IntervalHistogram;
@@ -241,6 +244,7 @@ export class AgentMetrics {
     });
     this.reset = new ResetMetrics(registry, PREFIX, this.names);
     this.chips = new ChipMetrics(registry, PREFIX, this.names);
+    this.dra = new DraMetrics(registry, PREFIX);
     for (const mode of ['subscribed', 'polling']) this.fetchMode.set({ mode }, 0);
   }
 

@@ -150,13 +150,18 @@ export function ruleMatches(rule: ResourceRule, a: AdmissionAttributes): boolean
   return names.length === 0 || names.includes(a.name ?? '');
 }
 
-/** JSON → CEL input: integers become CEL `int` (bigint), as Kubernetes' unstructured values are int64. */
-function celInput(v: unknown): unknown {
+/**
+ * JSON → CEL input: integers become CEL `int` (bigint), as Kubernetes' unstructured values are int64. A value that
+ * is a CEL map or list already (a variable's value: `cond ? oldObject : object`) is kept as it is: its entries are
+ * not own properties, and copying them as an object's would make it an empty map.
+ */
+function celInput(cel: typeof CelModule, v: unknown): unknown {
   if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : v;
-  if (Array.isArray(v)) return v.map(celInput);
+  if (cel.isCelMap(v) || cel.isCelList(v)) return v;
+  if (Array.isArray(v)) return v.map((x) => celInput(cel, x));
   if (v !== null && typeof v === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = celInput(x);
+    for (const [k, x] of Object.entries(v)) out[k] = celInput(cel, x);
     return out;
   }
   return v;
@@ -203,10 +208,10 @@ export class PolicyEvaluator {
     if (typeof p === 'string') return { error: p };
     try {
       const v = p({
-        request: celInput(bindings.request),
-        object: celInput(bindings.object ?? null),
-        oldObject: celInput(bindings.oldObject ?? null),
-        variables: celInput(bindings.variables ?? {}),
+        request: celInput(this.#cel, bindings.request),
+        object: celInput(this.#cel, bindings.object ?? null),
+        oldObject: celInput(this.#cel, bindings.oldObject ?? null),
+        variables: celInput(this.#cel, bindings.variables ?? {}),
         params: null,
       });
       if (this.#cel.isCelError(v)) return { error: celMessage(v.message) };

@@ -95,10 +95,12 @@ export interface NodeState {
 
 /** One device of a prepared ResourceClaim, and the chip it is on. */
 export interface DraDeviceHold {
-  /** Device name in the driver's ResourceSlice (e.g. `Ascend910-3`, a vNPU partition's name). */
+  /** Device name in the driver's ResourceSlice (e.g. `ascend910-3`, a vNPU partition's name). */
   readonly device: string;
   /** Logic id of the chip the device is (or is on). */
   readonly logicId: number;
+  /** A vNPU partition: its DCMI template (`vir05_1c_16g`) and the vNPU NodePrepare created for it. */
+  readonly vnpu?: { readonly template: string; readonly vdevId: number };
   /** Admin access (monitoring a device another claim may hold): the chip is not held by this claim. */
   readonly adminAccess?: boolean;
 }
@@ -128,7 +130,9 @@ function freezeDraClaims(claims: Iterable<DraClaimHold>): readonly DraClaimHold[
       uid: c.uid,
       namespace: c.namespace,
       name: c.name,
-      devices: Object.freeze(c.devices.map((d) => Object.freeze({ ...d }))),
+      devices: Object.freeze(
+        c.devices.map((d) => Object.freeze({ ...d, ...(d.vnpu ? { vnpu: Object.freeze({ ...d.vnpu }) } : {}) })),
+      ),
     }),
   );
   list.sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));

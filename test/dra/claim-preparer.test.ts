@@ -14,7 +14,7 @@ import { ClaimCdi } from '../../src/dra/claim-cdi.js';
 import { chipRefusal, ClaimPreparer, type PrepareOutcome, type VnpuPort } from '../../src/dra/claim-preparer.js';
 import { CachedClaimReader, type ClaimRef } from '../../src/dra/claims.js';
 import { DraCheckpoint } from '../../src/dra/checkpoint.js';
-import { chainLookups, ChipNameLookup, type DeviceLookup } from '../../src/dra/device-lookup.js';
+import { lookupDraDevice } from '../../src/dra/device-lookup.js';
 import type { ChipState } from '../../src/state/store.js';
 import { testStore, type TestStore } from '../state/helpers.js';
 import { claimObject, FakeClaimApi, makeCharDevices, MAJOR, mknod, result } from './helpers.js';
@@ -28,7 +28,11 @@ interface Rig extends TestStore {
   readonly cdiDir: string;
   readonly checkpoint: DraCheckpoint;
   readonly preparer: ClaimPreparer;
-  make(o?: { vnpu?: VnpuPort; lookups?: DeviceLookup[]; resetting?: (id: number) => boolean }): ClaimPreparer;
+  make(o?: {
+    vnpu?: VnpuPort;
+    resetting?: (id: number) => boolean;
+    pluginHeld?: () => Promise<ReadonlySet<number>>;
+  }): ClaimPreparer;
 }
 
 let rig: Rig | undefined;
@@ -51,7 +55,7 @@ function setup(o: Parameters<Rig['make']>[0] = {}): Rig {
       poolName: POOL,
       store: ts.store,
       claims: new CachedClaimReader({ api, clock: ts.clock }),
-      lookup: chainLookups(...(m.lookups ?? []), new ChipNameLookup().lookup),
+      lookup: lookupDraDevice,
       checkpoint,
       cdi: new ClaimCdi({
         dir: new CdiSpecDir(cdiDir),
@@ -65,6 +69,7 @@ function setup(o: Parameters<Rig['make']>[0] = {}): Rig {
       clock: ts.clock,
       ...(m.vnpu ? { vnpu: m.vnpu } : {}),
       ...(m.resetting ? { resetting: m.resetting } : {}),
+      ...(m.pluginHeld ? { pluginHeld: m.pluginHeld } : {}),
     });
   rig = { ...ts, dir, api, cdiDir, checkpoint, preparer: make(o), make };
   return rig;
@@ -153,6 +158,29 @@ describe('issue [DRA] item 1: NodePrepareResources', () => {
     );
     expect(errorOf(out.get(good.uid))).toBeUndefined();
     expect([specOf(r, bad.uid), r.checkpoint.load()[bad.uid]]).toEqual([undefined, undefined]);
+  });
+
+  test('-deviceApi=both: a chip the device plugin has handed out is refused; kubelet is asked once per batch', async () => {
+    const r = setup();
+    let asked = 0;
+    const p = r.make({ pluginHeld: () => (asked++, Promise.resolve(new Set([2]))) });
+    const held = claim(r, 'held', ['ascend910-2']);
+    const free = claim(r, 'free', ['ascend910-1']);
+    const out = await p.prepare([held, free]);
+    expect(errorOf(out.get(held.uid))).toBe(
+      'refusing to prepare ascend910-2 for default/held: chip Ascend910-2 is allocated through the device plugin',
+    );
+    expect([errorOf(out.get(free.uid)), specOf(r, held.uid), asked]).toEqual([undefined, undefined, 1]);
+  });
+
+  test('-deviceApi=both: a claim already prepared is answered from the checkpoint without asking kubelet', async () => {
+    const r = setup();
+    let asked = 0;
+    const p = r.make({ pluginHeld: () => (asked++, Promise.resolve(new Set<number>())) });
+    const ref = claim(r, 'c1', ['ascend910-1']);
+    const first = await p.prepare([ref]);
+    const again = await p.prepare([ref]);
+    expect([again.get(ref.uid), asked]).toEqual([first.get(ref.uid), 1]);
   });
 
   test('a chip being reset (task-aware reset: reported Healthy meanwhile) is refused', async () => {
@@ -291,9 +319,8 @@ describe('issue [DRA] item 1: NodeUnprepareResources', () => {
   });
 });
 
-describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names them)', () => {
-  const partitions: DeviceLookup = (name) =>
-    name === 'ascend910-1-vir04-a' ? { logicId: 1, template: 'vir04' } : undefined;
+describe('issue [DRA] items 1, 5: vNPU partitions (named as the API side publishes them)', () => {
+  const PART = 'ascend910-1-vir05-1c-16g-0';
 
   test('prepare creates the vNPU and exposes /dev/vdavinci<id> at /dev/davinci<id>; unprepare destroys it', async () => {
     const calls: string[] = [];
@@ -303,8 +330,8 @@ describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names th
     };
     const r = setup();
     mknod(path.join(r.dir, 'dev', 'vdavinci100'), MAJOR.vdavinci, 100);
-    const p = r.make({ vnpu, lookups: [partitions] });
-    const ref = claim(r, 'part', ['ascend910-1-vir04-a']);
+    const p = r.make({ vnpu });
+    const ref = claim(r, 'part', [PART]);
     expect(errorOf((await p.prepare([ref])).get(ref.uid))).toBeUndefined();
     const node = specOf(r, ref.uid)!.devices[0]!.containerEdits.deviceNodes![0]!;
     expect([node.path, node.hostPath, node.major, node.minor]).toEqual([
@@ -313,24 +340,24 @@ describe('issue [DRA] item 1: vNPU partitions (a lookup of the API side names th
       MAJOR.vdavinci,
       100,
     ]);
-    expect(r.checkpoint.load()[ref.uid]!.devices[0]).toMatchObject({ template: 'vir04', vdevId: 100 });
+    expect(r.checkpoint.load()[ref.uid]!.devices[0]).toMatchObject({ template: 'vir05_1c_16g', vdevId: 100 });
     await p.unprepare([ref]);
-    expect(calls).toEqual(['create 1 vir04', 'destroy 1 100']);
+    expect(calls).toEqual(['create 1 vir05_1c_16g', 'destroy 1 100']);
   });
 
   test('without a vNPU port a partition is refused; a failed create is the claim’s error', async () => {
     const r = setup();
-    const ref = claim(r, 'part', ['ascend910-1-vir04-a']);
-    expect(errorOf((await r.make({ lookups: [partitions] }).prepare([ref])).get(ref.uid))).toMatch(/creates no vNPUs/);
+    const ref = claim(r, 'part', [PART]);
+    expect(errorOf((await r.make().prepare([ref])).get(ref.uid))).toMatch(/creates no vNPUs/);
     const failing: VnpuPort = {
       create: () => {
         throw new Error('dcmi_create_vdevice -8005');
       },
       destroy: () => undefined,
     };
-    const out = await r.make({ vnpu: failing, lookups: [partitions] }).prepare([ref]);
+    const out = await r.make({ vnpu: failing }).prepare([ref]);
     expect(errorOf(out.get(ref.uid))).toMatch(
-      /vNPU vir04 for ascend910-1-vir04-a cannot be created on Ascend910-1: dcmi_create_vdevice -8005/,
+      /vNPU vir05_1c_16g for ascend910-1-vir05-1c-16g-0 cannot be created on Ascend910-1: dcmi_create_vdevice -8005/,
     );
   });
 });

@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { CachedClaimReader, ClaimReadError } from '../../src/dra/claims.js';
+import type { ResourceClaim } from '../../src/dra/dra-types.js';
 import { FakeClock } from '../health/fake-clock.js';
 import { claimObject, FakeClaimApi, result } from './helpers.js';
 
@@ -43,7 +44,7 @@ describe('issue [DRA] item 1: the cached claim reader', () => {
 
   test('an API server that does not answer: ClaimReadError after the bound, not a hang', async () => {
     const { api, clock, reader } = rig();
-    api.readNamespacedResourceClaim = () => new Promise(() => undefined);
+    api.readResourceClaim = () => new Promise(() => undefined);
     const refused = expect(reader.read(REF)).rejects.toThrow(
       new ClaimReadError('ResourceClaim default/c: the API server did not answer within 1000 ms'),
     );
@@ -53,11 +54,11 @@ describe('issue [DRA] item 1: the cached claim reader', () => {
 
   test('an answer that is not a claim, a claim of another uid, one not allocated: each named', async () => {
     const { api, reader } = rig();
-    api.readNamespacedResourceClaim = () => Promise.resolve('<html>');
+    api.readResourceClaim = () => Promise.resolve('<html>' as unknown as ResourceClaim);
     await expect(reader.read(REF)).rejects.toThrow(/the API server's answer is not a ResourceClaim/);
-    api.readNamespacedResourceClaim = () => Promise.resolve(claimObject('u-2', 'c', [result('ascend910-0', 'n')]));
+    api.readResourceClaim = () => Promise.resolve(claimObject('u-2', 'c', [result('ascend910-0', 'n')]));
     await expect(reader.read(REF)).rejects.toThrow(/has uid u-2, kubelet asked for u-1 \(replaced\)/);
-    api.readNamespacedResourceClaim = () => Promise.resolve(claimObject('u-1', 'c', undefined));
+    api.readResourceClaim = () => Promise.resolve(claimObject('u-1', 'c', undefined));
     await expect(reader.read(REF)).rejects.toThrow('ResourceClaim default/c is not allocated');
   });
 

@@ -66,6 +66,18 @@ describe('architecture §4: -deviceApi, -kubeletPluginsDir, -kubeletRegistryDir,
     expect(flagsOf(['-cdiDevicePlugin', '-deviceApi=both']).cdiDevicePlugin).toBe(true);
   });
 
+  test('-draPartitions (issue [DRA] item 5): on by default; with both, dynamic vNPU would destroy the partitions', () => {
+    expect(flagsOf([]).draPartitions).toBe(true);
+    expect(flagsOf(['-draPartitions=false']).draPartitions).toBe(false);
+    expect(errorsOf(['-deviceApi=both', '-presetVirtualDevice=false', '-volcanoType=true'])).toEqual([
+      '-deviceApi=both with -draPartitions=true requires -presetVirtualDevice=true (or -draPartitions=false)',
+    ]);
+    expect(
+      errorsOf(['-deviceApi=both', '-presetVirtualDevice=false', '-volcanoType=true', '-draPartitions=false']),
+    ).toEqual([]);
+    expect(errorsOf(['-deviceApi=dra', '-presetVirtualDevice=false', '-volcanoType=true'])).toEqual([]);
+  });
+
   test('--help lists each with its default and environment variable', () => {
     const help = agentUsage();
     expect(help).toContain('-deviceApi string  (default "plugin", env ASCEND_AGENT_DEVICE_API)');

@@ -7,8 +7,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ClaimApi, DeviceAllocationResult, ResourceClaim } from '../../src/dra/claims.js';
-import { DRIVER_NAME } from '../../src/dra/proto.js';
+import type { ClaimApi } from '../../src/dra/claims.js';
+import type { DeviceRequestAllocationResult, ResourceClaim } from '../../src/dra/dra-types.js';
+import { DRA_DRIVER } from '../../src/core/dra-devices.js';
 
 /** The device numbers the tests give the nodes (distinct from any real device's, so a copy is visible). */
 export const MAJOR = { davinci: 241, manager: 242, svm: 243, hdc: 244, vdavinci: 245 } as const;
@@ -38,16 +39,16 @@ export function result(
   device: string,
   pool: string,
   request = 'npu',
-  extra: Partial<DeviceAllocationResult> = {},
-): DeviceAllocationResult {
-  return { request, driver: DRIVER_NAME, pool, device, ...extra };
+  extra: Partial<DeviceRequestAllocationResult> = {},
+): DeviceRequestAllocationResult {
+  return { request, driver: DRA_DRIVER, pool, device, ...extra };
 }
 
 /** A ResourceClaim with the given allocation results (undefined: not allocated). */
 export function claimObject(
   uid: string,
   name: string,
-  results: readonly DeviceAllocationResult[] | undefined,
+  results: readonly DeviceRequestAllocationResult[] | undefined,
   namespace = 'default',
 ): ResourceClaim {
   return {
@@ -55,7 +56,7 @@ export function claimObject(
     kind: 'ResourceClaim',
     metadata: { name, namespace, uid },
     spec: { devices: { requests: [{ name: 'npu', exactly: { deviceClassName: 'npu.huawei.com' } }] } },
-    status: results ? { allocation: { devices: { results } } } : {},
+    status: results ? { allocation: { devices: { results: [...results] } } } : {},
   };
 }
 
@@ -68,9 +69,9 @@ export class FakeClaimApi implements ClaimApi {
     this.claims.set(`${c.metadata.namespace}/${c.metadata.name}`, c);
   }
 
-  readNamespacedResourceClaim(p: { name: string; namespace: string }): Promise<unknown> {
+  readResourceClaim(namespace: string, name: string): Promise<ResourceClaim> {
     this.reads++;
-    const c = this.claims.get(`${p.namespace}/${p.name}`);
+    const c = this.claims.get(`${namespace}/${name}`);
     if (c === undefined) return Promise.reject(Object.assign(new Error('not found'), { code: 404 }));
     if (c instanceof Error) return Promise.reject(c);
     return Promise.resolve(structuredClone(c));

@@ -17,9 +17,10 @@ import { ClaimPreparer, MAX_CLAIMS_PER_REQUEST } from '../../src/dra/claim-prepa
 import { CachedClaimReader } from '../../src/dra/claims.js';
 import { DraCheckpoint } from '../../src/dra/checkpoint.js';
 import { HEALTH_TIMEOUT_SECONDS } from '../../src/dra/dra-server.js';
-import { ChipNameLookup } from '../../src/dra/device-lookup.js';
+import { lookupDraDevice } from '../../src/dra/device-lookup.js';
 import { DraKubeletPlugin } from '../../src/dra/kubelet-plugin.js';
-import { DRIVER_NAME, loadDraProtos } from '../../src/dra/proto.js';
+import { DRA_DRIVER } from '../../src/core/dra-devices.js';
+import { loadDraProtos } from '../../src/dra/proto.js';
 import { DraKubeletSimulator } from '../../src/sim/dra-kubelet.js';
 import { testStore, type TestStore } from '../state/helpers.js';
 import { claimObject, FakeClaimApi, makeCharDevices, result } from './helpers.js';
@@ -55,7 +56,7 @@ async function setup(o: { pluginClock?: Clock; keepAliveMs?: number; pollMs?: nu
     poolName: POOL,
     store: ts.store,
     claims: new CachedClaimReader({ api, clock }),
-    lookup: new ChipNameLookup().lookup,
+    lookup: lookupDraDevice,
     checkpoint: new DraCheckpoint(path.join(dir, 'state'), POOL),
     cdi: new ClaimCdi({ dir: new CdiSpecDir(path.join(dir, 'cdi')), devDir, shared: [], mounts: [] }),
     clock,
@@ -81,7 +82,7 @@ async function setup(o: { pluginClock?: Clock; keepAliveMs?: number; pollMs?: nu
 describe('issue [DRA] item 1: registration through the plugin registry', () => {
   test('GetInfo: type DRAPlugin, name npu.huawei.com, the dra.sock endpoint, v1.DRAPlugin and v1.DRAResourceHealth', async () => {
     const r = await setup();
-    const reg = await r.sim.waitForRegistration(DRIVER_NAME);
+    const reg = await r.sim.waitForRegistration(DRA_DRIVER);
     expect(reg.info).toEqual({
       type: 'DRAPlugin',
       name: 'npu.huawei.com',
@@ -106,24 +107,24 @@ describe('issue [DRA] item 1: registration through the plugin registry', () => {
     const sim = DraKubeletSimulator.start({ registryDir: path.join(r.dir, 'plugins_registry'), pollMs: 100 });
     Object.assign(r, { sim });
     sim.refuseNext('RegisterPlugin error -- plugin validation failed with err: endpoint taken', 2);
-    const accepted = await sim.waitForRegistration(DRIVER_NAME, 0, 15_000);
+    const accepted = await sim.waitForRegistration(DRA_DRIVER, 0, 15_000);
     expect(sim.registrations.map((x) => x.accepted)).toEqual([false, false, true]);
     expect([r.plugin.refusals, accepted.accepted]).toEqual([2, true]);
   });
 
   test('kubelet restarted: it walks the registry again and the plugin is registered anew', async () => {
     const r = await setup();
-    const first = await r.sim.waitForRegistration(DRIVER_NAME);
+    const first = await r.sim.waitForRegistration(DRA_DRIVER);
     await r.sim.restart();
-    const second = await r.sim.waitForRegistration(DRIVER_NAME, first.seq);
+    const second = await r.sim.waitForRegistration(DRA_DRIVER, first.seq);
     expect(second.socket).toBe(first.socket);
   });
 
   test('the registration socket removed: made again at the next check, kubelet registers it again', async () => {
     const r = await setup();
-    const first = await r.sim.waitForRegistration(DRIVER_NAME);
+    const first = await r.sim.waitForRegistration(DRA_DRIVER);
     fs.rmSync(r.plugin.registrationSocket);
-    const again = await r.sim.waitForRegistration(DRIVER_NAME, first.seq);
+    const again = await r.sim.waitForRegistration(DRA_DRIVER, first.seq);
     expect(again.accepted).toBe(true);
   });
 });
@@ -131,11 +132,11 @@ describe('issue [DRA] item 1: registration through the plugin registry', () => {
 describe('issue [DRA] item 1: DRAPlugin v1 through dra.sock', () => {
   test('NodePrepareResources answers per claim uid: devices with CDI ids, or an error; NodeUnprepare likewise', async () => {
     const r = await setup();
-    await r.sim.waitForRegistration(DRIVER_NAME);
+    await r.sim.waitForRegistration(DRA_DRIVER);
     const ok = randomUUID();
     r.api.set(claimObject(ok, 'ok', [result('ascend910-2', POOL)]));
     const missing = randomUUID();
-    const res = await r.sim.prepare(DRIVER_NAME, [
+    const res = await r.sim.prepare(DRA_DRIVER, [
       { namespace: 'default', name: 'ok', uid: ok },
       { namespace: 'default', name: 'missing', uid: missing },
     ]);
@@ -151,19 +152,19 @@ describe('issue [DRA] item 1: DRAPlugin v1 through dra.sock', () => {
       error: '',
     });
     expect(res.claims[missing]).toEqual({ devices: [], error: 'ResourceClaim default/missing not found' });
-    const un = await r.sim.unprepare(DRIVER_NAME, [{ namespace: 'default', name: 'ok', uid: ok }]);
+    const un = await r.sim.unprepare(DRA_DRIVER, [{ namespace: 'default', name: 'ok', uid: ok }]);
     expect(un.claims[ok]).toEqual({ error: '' });
   });
 
   test(`more than ${MAX_CLAIMS_PER_REQUEST} claims in one request: INVALID_ARGUMENT`, async () => {
     const r = await setup();
-    await r.sim.waitForRegistration(DRIVER_NAME);
+    await r.sim.waitForRegistration(DRA_DRIVER);
     const claims = Array.from({ length: MAX_CLAIMS_PER_REQUEST + 1 }, (_, i) => ({
       namespace: 'd',
       name: `c${i}`,
       uid: `u${i}`,
     }));
-    await expect(r.sim.prepare(DRIVER_NAME, claims)).rejects.toMatchObject({ code: 3 });
+    await expect(r.sim.prepare(DRA_DRIVER, claims)).rejects.toMatchObject({ code: 3 });
   });
 });
 
@@ -188,11 +189,11 @@ describe('issue [DRA] item 3: DRAResourceHealth v1 NodeWatchResources (KEP-4680)
     // synchronously, in the store's listener pass: written to the stream before applyEvents returned
     expect(r.plugin.server.healthSends).toBe(sendsBefore + 1);
     const h = await r.sim.waitFor(() => {
-      const x = r.sim.health(DRIVER_NAME, POOL, 'ascend910-1');
+      const x = r.sim.health(DRA_DRIVER, POOL, 'ascend910-1');
       return x?.health === 'UNHEALTHY' ? x : undefined;
     }, 'ascend910-1 UNHEALTHY');
     expect(h.message).toBe('level SeparateNPU; codes 80E18402; network Healthy');
-    expect(r.sim.health(DRIVER_NAME, POOL, 'ascend910-0')?.health).toBe('HEALTHY');
+    expect(r.sim.health(DRA_DRIVER, POOL, 'ascend910-0')?.health).toBe('HEALTHY');
   });
 
   test('unchanged, the report is sent again every keep-alive period (kubelet would call a silent device Unknown)', async () => {
@@ -208,10 +209,10 @@ describe('issue [DRA] item 3: DRAResourceHealth v1 NodeWatchResources (KEP-4680)
     r.store.setDraClaims([
       { uid: 'u', namespace: 'd', name: 'c', devices: [{ device: 'ascend910-3-vir02-x', logicId: 3 }] },
     ]);
-    await r.sim.waitFor(() => r.sim.health(DRIVER_NAME, POOL, 'ascend910-3-vir02-x'), 'the partition in the report');
+    await r.sim.waitFor(() => r.sim.health(DRA_DRIVER, POOL, 'ascend910-3-vir02-x'), 'the partition in the report');
     r.store.applyEvents([{ logicId: 3, code: SEPARATE, assertion: 'occur', severity: 2 }]);
     await r.sim.waitFor(
-      () => r.sim.health(DRIVER_NAME, POOL, 'ascend910-3-vir02-x')?.health === 'UNHEALTHY',
+      () => r.sim.health(DRA_DRIVER, POOL, 'ascend910-3-vir02-x')?.health === 'UNHEALTHY',
       'the partition UNHEALTHY with its chip',
     );
   });

@@ -2,30 +2,20 @@
  * The agent as a child process serving DRA (issue [DRA] item 6 of the node side): the integration sandbox
  * ({@link AgentSandbox}: temp folder, Kubernetes API stand-in, device-plugin kubelet simulator, mock DCMI) plus the
  * DRA kubelet simulator on `<dir>/plugins_registry`, character devices in `<dir>/dev` (the CDI specs copy their
- * numbers), ResourceClaims served by the stand-in (resource.k8s.io/v1, added here until the stand-in has them),
+ * numbers), the stand-in serving resource.k8s.io/v1 (ResourceSlices, ResourceClaims),
  * and the DRA flags pointing into the sandbox.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DeviceAllocationResult, ResourceClaim } from '../../src/dra/claims.js';
-import { DRIVER_NAME } from '../../src/dra/proto.js';
-import type { ResourceType } from '../../src/sim/kube-api-types.js';
+import type { DeviceRequestAllocationResult, ResourceClaim } from '../../src/dra/dra-types.js';
+import { DRA_DRIVER } from '../../src/core/dra-devices.js';
+import { DRA_RESOURCES, RESOURCE_SLICES } from '../../src/sim/kube-api.js';
+import type { ResourceSlice } from '../../src/dra/dra-types.js';
 import { DraKubeletSimulator } from '../../src/sim/dra-kubelet.js';
 import { makeCharDevices } from '../dra/helpers.js';
 import { AGENT_JS, AgentProcess, AgentSandbox, NODE_NAME } from './agent-process.js';
-
-/** resource.k8s.io/v1 ResourceClaims in the stand-in. */
-export const RESOURCE_CLAIMS: ResourceType = {
-  group: 'resource.k8s.io',
-  version: 'v1',
-  plural: 'resourceclaims',
-  singular: 'resourceclaim',
-  kind: 'ResourceClaim',
-  namespaced: true,
-  statusSubresource: true,
-};
 
 /** The sandbox with DRA around it. */
 export class DraSandbox {
@@ -35,7 +25,7 @@ export class DraSandbox {
   ) {}
 
   static async create(): Promise<DraSandbox> {
-    const sb = await AgentSandbox.create(undefined, { api: { extraResources: [RESOURCE_CLAIMS] }, prefix: 'npu-dra-' });
+    const sb = await AgentSandbox.create(undefined, { api: { extraResources: DRA_RESOURCES }, prefix: 'npu-dra-' });
     makeCharDevices(path.join(sb.dir, 'dev'), 16);
     const dra = DraKubeletSimulator.start({ registryDir: path.join(sb.dir, 'plugins_registry'), pollMs: 100 });
     return new DraSandbox(sb, dra);
@@ -74,7 +64,7 @@ export class DraSandbox {
     const agent = new AgentProcess(spawn(process.execPath, args, { env: this.sb.env(env) }));
     this.sb.agent = agent;
     await Promise.race([
-      this.dra.waitForRegistration(DRIVER_NAME, after, 30_000),
+      this.dra.waitForRegistration(DRA_DRIVER, after, 30_000),
       agent.exited.then((e) => {
         throw new Error(`agent exited (${e.code ?? e.signal}) before registering: ${agent.stderr}`);
       }),
@@ -87,7 +77,7 @@ export class DraSandbox {
     const agent = await this.sb.start([...this.draFlags('both'), ...extraFlags], env, {
       registrationTimeoutMs: 30_000,
     });
-    await this.dra.waitForRegistration(DRIVER_NAME, after, 30_000);
+    await this.dra.waitForRegistration(DRA_DRIVER, after, 30_000);
     return agent;
   }
 
@@ -95,12 +85,12 @@ export class DraSandbox {
   claim(
     name: string,
     devices: string[],
-    extra: Partial<DeviceAllocationResult> = {},
+    extra: Partial<DeviceRequestAllocationResult> = {},
   ): { namespace: string; name: string; uid: string } {
     const uid = randomUUID(); // the stand-in gives the stored object its own
     const results = devices.map((device) => ({
       request: 'npu',
-      driver: DRIVER_NAME,
+      driver: DRA_DRIVER,
       pool: NODE_NAME,
       device,
       ...extra,
@@ -109,7 +99,7 @@ export class DraSandbox {
       apiVersion: 'resource.k8s.io/v1',
       kind: 'ResourceClaim',
       metadata: { name, namespace: 'default', uid },
-      spec: { devices: { requests: [{ name: 'npu', exactly: { deviceClassName: DRIVER_NAME } }] } },
+      spec: { devices: { requests: [{ name: 'npu', exactly: { deviceClassName: DRA_DRIVER } }] } },
       status: { allocation: { devices: { results } } },
     };
     const stored = this.sb.api.store.create(
@@ -120,6 +110,12 @@ export class DraSandbox {
       metadata: { uid: string };
     };
     return { namespace: 'default', name, uid: stored.metadata.uid };
+  }
+
+  /** The devices of the agent's ResourceSlices in the stand-in, by name. */
+  sliceDevices(): Map<string, NonNullable<ResourceSlice['spec']['devices']>[number]> {
+    const slices = this.sb.api.store.list(RESOURCE_SLICES, undefined, [], []) as unknown as ResourceSlice[];
+    return new Map(slices.flatMap((s) => s.spec.devices ?? []).map((d) => [d.name, d]));
   }
 
   /** Deletes the claim from the stand-in (what remains is only what the agent kept). */

@@ -22,7 +22,7 @@ import { ClaimCdi } from '../../src/dra/claim-cdi.js';
 import { ClaimPreparer } from '../../src/dra/claim-preparer.js';
 import { CachedClaimReader } from '../../src/dra/claims.js';
 import { DraCheckpoint } from '../../src/dra/checkpoint.js';
-import { ChipNameLookup } from '../../src/dra/device-lookup.js';
+import { lookupDraDevice } from '../../src/dra/device-lookup.js';
 import { devicePluginCdiSpec, writeDevicePluginCdiSpec } from '../../src/kubelet/cdi-spec.js';
 import { simSnapshot } from '../../src/sim/kubelet-devices.js';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
@@ -118,7 +118,7 @@ describe('issue [DRA] item 6: podman consumes the DRA claim spec', () => {
       poolName: POOL,
       store: ts.store,
       claims: new CachedClaimReader({ api, clock: ts.clock }),
-      lookup: new ChipNameLookup().lookup,
+      lookup: lookupDraDevice,
       checkpoint: new DraCheckpoint(fs.mkdtempSync(path.join(dir, 'state-')), POOL),
       cdi: new ClaimCdi({
         dir: new CdiSpecDir(path.join(dir, 'cdi')),

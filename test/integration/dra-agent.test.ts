@@ -7,13 +7,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { DRIVER_NAME } from '../../src/dra/proto.js';
+import { DRA_DRIVER } from '../../src/core/dra-devices.js';
 import { DRA_CRASH_ENV } from '../../src/agent/wire-dra.js';
 import { NODE_NAME, RESOURCE, runAgentOnce, SEPARATE_CODE } from '../helpers/agent-process.js';
 import { DraSandbox } from '../helpers/dra-sandbox.js';
 import { MAJOR } from '../dra/helpers.js';
 
 let s: DraSandbox | undefined;
+
+/** Polls `check` every 20 ms until it gives a value (the stand-in's and kubelet simulator's state change unseen). */
+async function until<T>(check: () => T | undefined | null | false, what: string, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 afterEach(async () => {
   await s?.close();
   s = undefined;
@@ -25,7 +36,7 @@ describe('issue [DRA] -deviceApi=dra', () => {
     await s.start('dra');
     expect(s.sb.kubelet.registrations).toEqual([]); // no device plugin in dra mode
     const ref = s.claim('one-npu', ['ascend910-5']);
-    const res = await s.dra.prepare(DRIVER_NAME, [ref]);
+    const res = await s.dra.prepare(DRA_DRIVER, [ref]);
     expect(res.claims[ref.uid]).toEqual({
       devices: [
         {
@@ -46,7 +57,7 @@ describe('issue [DRA] -deviceApi=dra', () => {
       '/dev/hisi_hdc',
       '/dev/devmm_svm',
     ]);
-    await s.dra.unprepare(DRIVER_NAME, [ref]);
+    await s.dra.unprepare(DRA_DRIVER, [ref]);
     expect(s.spec(ref.uid)).toBeUndefined();
   });
 
@@ -56,17 +67,17 @@ describe('issue [DRA] -deviceApi=dra', () => {
     const sb = s.sb;
     const dra = s.dra;
     await dra.waitFor(
-      () => dra.health(DRIVER_NAME, NODE_NAME, 'ascend910-2')?.health === 'HEALTHY',
+      () => dra.health(DRA_DRIVER, NODE_NAME, 'ascend910-2')?.health === 'HEALTHY',
       'ascend910-2 HEALTHY',
     );
     await sb.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'occur' });
     const h = await dra.waitFor(() => {
-      const x = dra.health(DRIVER_NAME, NODE_NAME, 'ascend910-2');
+      const x = dra.health(DRA_DRIVER, NODE_NAME, 'ascend910-2');
       return x?.health === 'UNHEALTHY' ? x : undefined;
     }, 'ascend910-2 UNHEALTHY');
     expect(h.message).toContain(`codes ${SEPARATE_CODE}`);
     const ref = s.claim('on-faulty', ['ascend910-2']);
-    const res = await dra.prepare(DRIVER_NAME, [ref]);
+    const res = await dra.prepare(DRA_DRIVER, [ref]);
     expect(res.claims[ref.uid]!.error).toMatch(/refusing to prepare ascend910-2 .* is Unhealthy \(level SeparateNPU\)/);
   });
 
@@ -74,12 +85,12 @@ describe('issue [DRA] -deviceApi=dra', () => {
     s = await DraSandbox.create();
     const first = await s.start('dra');
     const ref = s.claim('kept', ['ascend910-1']);
-    const before = await s.dra.prepare(DRIVER_NAME, [ref]);
+    const before = await s.dra.prepare(DRA_DRIVER, [ref]);
     first.child.kill('SIGTERM');
     await first.waitExit();
     s.deleteClaim('kept');
     await s.start('dra');
-    const after = await s.dra.prepare(DRIVER_NAME, [ref]);
+    const after = await s.dra.prepare(DRA_DRIVER, [ref]);
     expect(after.claims[ref.uid]).toEqual(before.claims[ref.uid]);
     expect(s.spec(ref.uid)).toBeDefined();
   });
@@ -100,8 +111,43 @@ describe('issue [DRA] -deviceApi=both', () => {
     };
     expect(nodeSpec.devices.map((d) => d.name)).toEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => `davinci${i}`));
     const ref = s.claim('both', ['ascend910-7']);
-    expect((await s.dra.prepare(DRIVER_NAME, [ref])).claims[ref.uid]!.error).toBe('');
+    expect((await s.dra.prepare(DRA_DRIVER, [ref])).claims[ref.uid]!.error).toBe('');
     expect(s.spec(ref.uid)!.devices.map((d) => d.name)).toEqual([`${ref.uid}-ascend910-7`]);
+  });
+
+  test('never the same chip twice: a chip a prepared claim holds is Unhealthy to kubelet and Allocate refuses it; unprepared, it is offered again', async () => {
+    s = await DraSandbox.create();
+    await s.start('both');
+    const kubelet = s.sb.kubelet;
+    const healthOf = (id: string): string | undefined => kubelet.devices(RESOURCE)?.find((d) => d.ID === id)?.health;
+    const ref = s.claim('held', ['ascend910-4']);
+    expect((await s.dra.prepare(DRA_DRIVER, [ref])).claims[ref.uid]!.error).toBe('');
+    await until(() => healthOf('Ascend910-4') === 'Unhealthy', 'Ascend910-4 Unhealthy to kubelet');
+    await expect(kubelet.allocate(RESOURCE, [['Ascend910-4']])).rejects.toThrow(/held by DRA claim default\/held/);
+    await s.dra.unprepare(DRA_DRIVER, [ref]);
+    await until(() => healthOf('Ascend910-4') === 'Healthy', 'Ascend910-4 Healthy again');
+  });
+});
+
+describe('issue [DRA] items 2-3: the agent publishes its ResourceSlices', () => {
+  test('-deviceApi=dra: every chip in the node’s pool; a fault taints its device; recovery lifts the taint', async () => {
+    s = await DraSandbox.create();
+    await s.start('dra');
+    const devices = await until(() => {
+      const d = s!.sliceDevices();
+      return d.size > 0 ? d : undefined;
+    }, 'the agent’s slices');
+    expect([...devices.keys()].filter((n) => /^ascend910-\d$/.test(n)).sort()).toEqual(
+      [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ascend910-${i}`),
+    );
+    expect(devices.get('ascend910-2')?.taints).toBeUndefined();
+    await s.sb.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'occur' });
+    const taints = await until(() => s!.sliceDevices().get('ascend910-2')?.taints, 'the taint on ascend910-2');
+    expect(taints).toEqual([
+      expect.objectContaining({ key: 'npu.huawei.com/SeparateNPU', value: SEPARATE_CODE, effect: 'NoExecute' }),
+    ]);
+    await s.sb.mock({ op: 'fault', logicId: 2, eventId: SEPARATE_CODE, assertion: 'recover' });
+    await until(() => s!.sliceDevices().get('ascend910-2')?.taints === undefined, 'the taint lifted');
   });
 });
 
@@ -112,11 +158,11 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
       s = await DraSandbox.create();
       const a = await s.start('dra', { [DRA_CRASH_ENV]: step });
       const ref = s.claim('c', ['ascend910-3']);
-      await expect(s.dra.prepare(DRIVER_NAME, [ref])).rejects.toBeDefined();
+      await expect(s.dra.prepare(DRA_DRIVER, [ref])).rejects.toBeDefined();
       expect((await a.waitExit()).signal).toBe('SIGKILL');
       await s.start('dra');
       expect([s.checkpoint()[ref.uid], s.spec(ref.uid)]).toEqual([undefined, undefined]);
-      const again = await s.dra.prepare(DRIVER_NAME, [ref]);
+      const again = await s.dra.prepare(DRA_DRIVER, [ref]);
       expect([again.claims[ref.uid]!.error, s.checkpoint()[ref.uid], s.spec(ref.uid) !== undefined]).toEqual([
         '',
         'prepared',
@@ -129,11 +175,11 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
     s = await DraSandbox.create();
     const a = await s.start('dra', { [DRA_CRASH_ENV]: 'prepare-commit' });
     const ref = s.claim('c', ['ascend910-4']);
-    await expect(s.dra.prepare(DRIVER_NAME, [ref])).rejects.toBeDefined();
+    await expect(s.dra.prepare(DRA_DRIVER, [ref])).rejects.toBeDefined();
     expect((await a.waitExit()).signal).toBe('SIGKILL');
     s.deleteClaim('c'); // not read again: the checkpoint answers
     await s.start('dra');
-    const again = await s.dra.prepare(DRIVER_NAME, [ref]);
+    const again = await s.dra.prepare(DRA_DRIVER, [ref]);
     expect(again.claims[ref.uid]!.devices.map((d) => d.deviceName)).toEqual(['ascend910-4']);
     expect(s.spec(ref.uid)?.devices[0]?.containerEdits.deviceNodes[0]?.path).toBe('/dev/davinci4');
   });
@@ -144,8 +190,8 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
       s = await DraSandbox.create();
       const a = await s.start('dra', { [DRA_CRASH_ENV]: step });
       const ref = s.claim('c', ['ascend910-6']);
-      expect((await s.dra.prepare(DRIVER_NAME, [ref])).claims[ref.uid]!.error).toBe('');
-      await expect(s.dra.unprepare(DRIVER_NAME, [ref])).rejects.toBeDefined();
+      expect((await s.dra.prepare(DRA_DRIVER, [ref])).claims[ref.uid]!.error).toBe('');
+      await expect(s.dra.unprepare(DRA_DRIVER, [ref])).rejects.toBeDefined();
       expect((await a.waitExit()).signal).toBe('SIGKILL');
       await s.start('dra');
       const state = s.checkpoint()[ref.uid];
@@ -153,7 +199,7 @@ describe('issue [DRA] item 1: kill -9 in the middle of NodePrepare / NodeUnprepa
       expect([state, s.spec(ref.uid) !== undefined]).toEqual(
         step === 'unprepare-cdi' ? ['prepared', true] : [undefined, false],
       );
-      expect((await s.dra.unprepare(DRIVER_NAME, [ref])).claims[ref.uid]!.error).toBe('');
+      expect((await s.dra.unprepare(DRA_DRIVER, [ref])).claims[ref.uid]!.error).toBe('');
       expect([s.checkpoint()[ref.uid], s.spec(ref.uid)]).toEqual([undefined, undefined]);
     },
   );

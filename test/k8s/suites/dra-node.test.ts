@@ -7,9 +7,9 @@
  * NodePrepare (kill -9 after the intent is on disk) leaving no claim half prepared once it is back and kubelet has
  * retried.
  *
- * The ResourceSlice is written here by hand (the chips' names and Huawei's two attributes): the API side of the
- * driver publishes the real ones, and this suite proves the node side alone. One cluster and one DeviceClass for the
- * file; each test makes its own claim and pod and deletes them.
+ * The ResourceSlices are the agent's own (its API side, wired with `-deviceApi=dra`; the whole driver's Done-when is
+ * test/k8s/suites/dra-agent.test.ts). One cluster and one DeviceClass for the file; each test makes its own claim
+ * and pod and deletes them.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,14 +17,15 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import { DRA_CRASH_ENV } from '../../../src/agent/wire-dra.js';
-import { DRIVER_NAME } from '../../../src/dra/proto.js';
-import { AGENT_JS, AgentProcess, SEPARATE_CODE } from '../../helpers/agent-process.js';
+import { DRA_DRIVER as DRIVER_NAME } from '../../../src/core/dra-devices.js';
+import { AGENT_JS, AgentProcess } from '../../helpers/agent-process.js';
 import { makeCharDevices, MAJOR } from '../../dra/helpers.js';
 import { ClusterAgent } from '../harness/agent.js';
 import { Cluster } from '../harness/cluster.js';
 import { PollAbort, pollUntil } from '../harness/component.js';
 
-const CHIPS = 8;
+/** A RestartRequest code without a FaultFrequency rule (faultCode.json, faultCustomization.json). */
+const RESTART_REQUEST = '80C98002';
 let cluster: Cluster;
 let agent: ClusterAgent;
 
@@ -66,24 +67,6 @@ async function startAgent(env: Record<string, string> = {}): Promise<AgentProces
       `--- agent:\n${p.stdout.slice(-3000)}\n${p.stderr.slice(-2000)}\n--- kubelet:\n${cluster.tail('kubelet', 20)}`,
   );
   return p;
-}
-
-/** The hand-written ResourceSlice of the node: every chip, Huawei's names (lower-cased) and attributes. */
-function slice(): Record<string, unknown> {
-  return {
-    apiVersion: 'resource.k8s.io/v1',
-    kind: 'ResourceSlice',
-    metadata: { name: `${cluster.nodeName}-${DRIVER_NAME}` },
-    spec: {
-      driver: DRIVER_NAME,
-      nodeName: cluster.nodeName,
-      pool: { name: cluster.nodeName, generation: 1, resourceSliceCount: 1 },
-      devices: Array.from({ length: CHIPS }, (_, phy) => ({
-        name: `ascend910-${phy}`,
-        attributes: { deviceType: { string: 'Ascend910B' }, physicId: { int: phy } },
-      })),
-    },
-  };
 }
 
 async function apply(obj: Record<string, unknown>): Promise<void> {
@@ -173,7 +156,7 @@ beforeAll(async () => {
     metadata: { name: DRIVER_NAME },
     spec: { selectors: [{ cel: { expression: `device.driver == "${DRIVER_NAME}"` } }] },
   });
-  await apply(slice());
+  await pollUntil(async () => (await slices()).length > 0, 'the agent’s ResourceSlices', 30_000);
 }, 150_000);
 
 afterAll(async () => {
@@ -238,9 +221,10 @@ describe('issue [DRA] on a real kubelet: registration, NodePrepare, CDI', () => 
         () => `last seen: ${last}`,
       );
     await until(`${resourceId}=Healthy`, 'the device Healthy in the pod status');
-    await agent.mock({ op: 'fault', logicId, eventId: SEPARATE_CODE, assertion: 'occur' });
+    // RestartRequest (NoSchedule): a NoExecute level would have the device-taint eviction end the pod
+    await agent.mock({ op: 'fault', logicId, eventId: RESTART_REQUEST, assertion: 'occur' });
     await until(`${resourceId}=Unhealthy`, 'the device Unhealthy in the pod status');
-    await agent.mock({ op: 'fault', logicId, eventId: SEPARATE_CODE, assertion: 'recover' });
+    await agent.mock({ op: 'fault', logicId, eventId: RESTART_REQUEST, assertion: 'recover' });
     await until(`${resourceId}=Healthy`, 'the device Healthy again');
   });
 });
@@ -253,16 +237,19 @@ describe('issue [DRA] item 1 on a real kubelet: kubelet restarted', () => {
     const registered = (): number =>
       agent.process!.logs().filter((l) => l.msg === 'registered with kubelet (DRA)').length;
     const count = registered();
+    const republished = (): number =>
+      agent.process!.logs().filter((l) => l.msg === 'ResourceSlice changed by someone else: written again').length;
+    const republishedBefore = republished();
     await cluster.restartKubelet();
     await pollUntil(() => registered() > count, 'kubelet registering the DRA driver again', 60_000);
     // kubelet deletes every ResourceSlice of its node when it starts (no driver is registered yet: pods must not
-    // be placed on resources nobody serves); the driver's API side publishes them again — here the suite does
+    // be placed on resources nobody serves); the driver's API side sees it and publishes them again
     await pollUntil(
-      async () => (await slices()).length === 0,
-      'kubelet wiping the node’s ResourceSlices at its start',
+      () => republished() > republishedBefore,
+      'the agent publishing its slices again after kubelet wiped them',
       30_000,
     );
-    await apply(slice());
+    await pollUntil(async () => (await slices()).length > 0, 'the agent’s ResourceSlices back', 30_000);
     const after = await untilRunning('steady');
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
     expect(after.status?.containerStatuses?.[0]?.restartCount ?? 0).toBe(
@@ -275,7 +262,7 @@ describe('issue [DRA] item 1 on a real kubelet: kubelet restarted', () => {
 
 describe('issue [DRA] item 1 on a real kubelet: the agent killed during NodePrepare', () => {
   test('kill -9 after the intent is checkpointed: back up, kubelet retries, the pod runs, one claim, one spec', async () => {
-    if ((await slices()).length === 0) await apply(slice()); // wiped if kubelet restarted or missed the driver 30 s
+    await pollUntil(async () => (await slices()).length > 0, 'the agent’s ResourceSlices', 30_000);
     await agent.stop();
     const doomed = await startAgent({ [DRA_CRASH_ENV]: 'prepare-intent' });
     await createClaimAndPod('interrupted');
@@ -285,7 +272,9 @@ describe('issue [DRA] item 1 on a real kubelet: the agent killed during NodePrep
     // killed with the claim in the checkpoint as preparing: nothing of it is a prepared claim
     expect(checkpoint()[claim.metadata.uid]).toBe('preparing');
     await startAgent();
-    await untilRunning('interrupted', 120_000);
+    // kubelet syncs a pod on every update of it: a label now instead of waiting out its retry period (CI time)
+    await cluster.kubectl(['label', 'pod', 'interrupted', '-n', 'default', 'retry=now']);
+    await untilRunning('interrupted', 60_000);
     expect(checkpoint()).toEqual({ [claim.metadata.uid]: 'prepared' });
     const specs = fs.readdirSync(cdiDir()).filter((f) => f.startsWith('ascend.com-npu_'));
     expect(specs).toEqual([`ascend.com-npu_${claim.metadata.uid}.json`]);
