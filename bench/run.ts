@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: runs every bench and prints a summary plus one JSON line per bench.
  * Environment: BENCH_RUNS (default 5), BENCH_LATENCY_EVENTS (default 3000); the e2e and reset benches read their
- * own (see bench/e2e.ts, bench/reset.ts).
+ * own (see bench/e2e.ts, bench/reset.ts, bench/lighter.ts).
  */
 import os from 'node:os';
 import { benchFaultCallback } from './fault-callback.js';
 import { benchKubelet } from './kubelet.js';
+import { benchLighter, lighterTable } from './lighter.js';
 import { benchFaultEngine } from './fault-engine.js';
 import { benchConfigMap } from './configmap.js';
 import { benchE2e } from './e2e.js';
@@ -113,6 +114,12 @@ if (e2e.storm) {
   );
 }
 log(JSON.stringify({ bench: 'e2e', ...e2e }));
+
+log('lighter: idle cost, registration and fault path against a baseline build, alternating (issue [P]; needs dist/)');
+const li = await benchLighter(log);
+log(`  runs ${li.runs}, baseline ${li.baseline.ref}: median (p99) this vs baseline, ratio`);
+for (const line of lighterTable(li)) log(line);
+log(JSON.stringify({ bench: 'lighter', ...li }));
 
 log('reset: fault -> ring back Healthy with the mock (boot 5 s), offline and online L5; idle CPU of the reset layer');
 const rs = await benchReset(log);
