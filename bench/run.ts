@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: runs every bench and prints a summary plus one JSON line per bench.
  * Environment: BENCH_RUNS (default 5), BENCH_LATENCY_EVENTS (default 3000); the e2e and reset benches read their
- * own (see bench/e2e.ts, bench/reset.ts). Last, bench/fault-center-real.ts (the fault center at 10k nodes on a real
- * etcd + kube-apiserver, issue [P] item 6) runs as a child process when `npm run build:k8s` has built the control
- * plane; it reads its own `FCR_*` variables (`FCR_BASELINE_JS` for the baseline build), and
+ * own (see bench/e2e.ts, bench/reset.ts, bench/lighter.ts). Last, bench/fault-center-real.ts (the fault center at
+ * 10k nodes on a real etcd + kube-apiserver, issue [P] item 6) runs as a child process when `npm run build:k8s` has
+ * built the control plane; it reads its own `FCR_*` variables (`FCR_BASELINE_JS` for the baseline build), and
  * `BENCH_FAULT_CENTER_REAL=0` skips it.
  */
 import { spawn } from 'node:child_process';
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { benchFaultCallback } from './fault-callback.js';
 import { benchKubelet } from './kubelet.js';
+import { benchLighter, lighterTable } from './lighter.js';
 import { benchFaultEngine } from './fault-engine.js';
 import { benchConfigMap } from './configmap.js';
 import { benchE2e } from './e2e.js';
@@ -120,6 +121,12 @@ if (e2e.storm) {
   );
 }
 log(JSON.stringify({ bench: 'e2e', ...e2e }));
+
+log('lighter: idle cost, registration and fault path against a baseline build, alternating (issue [P]; needs dist/)');
+const li = await benchLighter(log);
+log(`  runs ${li.runs}, baseline ${li.baseline.ref}: median (p99) this vs baseline, ratio`);
+for (const line of lighterTable(li)) log(line);
+log(JSON.stringify({ bench: 'lighter', ...li }));
 
 log('reset: fault -> ring back Healthy with the mock (boot 5 s), offline and online L5; idle CPU of the reset layer');
 const rs = await benchReset(log);

@@ -109,8 +109,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     });
     const store = state.store;
     restoreResetOverrides(ctx, store); // issue [T] item 4: a reset the previous run left in flight, from the first snapshot
-    // 6. The health layer (events into the store), then the projections. The kubelet's subscribes first, so
-    // kubelet gets each snapshot before the metrics, the ConfigMap queue and the Event queue (same turn).
+    // 6. The health layer (events into the store), then the projections. The kubelet's subscribes first and runs in
+    // the cycle's turn; the metrics, the ConfigMap queue and the Event queue are deferred to the next check phase,
+    // after the ListAndWatch frame has left (issue [P] item 5).
     const health = await wireHealth(ctx, hw, store);
     steps.step('outputs');
     const kubelet = wireKubelet(ctx, hw, store, api?.events);
@@ -183,6 +184,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
         // (monotonic: a wall-clock step during the stop neither cuts it short nor lets it overrun the exit)
         const until = performance.now() + stopBudgetMs;
         const left = (reserveMs: number): number => Math.max(0, until - reserveMs - performance.now());
+        store.flushDeferred(); // the last snapshot reaches the ConfigMap queue before its flush
         kube.pause();
         draApi.stop();
         // flows stop at their next step; running episodes stay in -stateDir for the next start

@@ -100,12 +100,16 @@ export async function startObservability(
 
 /**
  * The chip gauges and cycle counters follow every snapshot of the store, and so does the operator's log of chip
- * changes (one info line per chip health or level change and per release, issue [J] item 4).
+ * changes (one info line per chip health or level change and per release, issue [J] item 4). Deferred: after the
+ * cycle's turn, once the kubelet's frame has left (issue [P] item 5).
  */
 export function observeStore(metrics: AgentMetrics, store: NodeStateStore, log: Logger): void {
   metrics.observeState(store.snapshot()); // the chips' series exist before the first change
-  store.onChange((state, change) => {
-    metrics.observeState(state, change);
-    logChipChanges(log, metrics.names, state, change);
-  });
+  store.onChange(
+    (state, change) => {
+      metrics.observeState(state, change);
+      logChipChanges(log, metrics.names, state, change);
+    },
+    { deferred: true },
+  );
 }

@@ -206,19 +206,26 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     if (flags.autoStowing) return;
     void labeler.cycle(state.chips).then(() => publisher.changed());
   };
-  // Every output is a projection of the same snapshot (architecture §2).
-  store.onChange((state, change) => {
-    publisher.noteTransitions(change.transitions);
-    publisher.changed();
-    syncConfigMapMetrics();
-    stowCycle(state);
-    for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
-  });
-  store.onFaultEvents((applied) => {
-    // spec K.1; A5 names the chip by logic id (`logicID:<id>`)
-    const a5 = hw.kind === 'Ascend910A5';
-    for (const e of applied) events.record(faultEvent(config.nodeName, a5 ? { ...e, a5 } : e, e.time));
-  });
+  // Every output is a projection of the same snapshot (architecture §2); these after the cycle's turn, once the
+  // kubelet's frame has left (issue [P] item 5: the ConfigMap and the Events wait a second and a token anyway).
+  store.onChange(
+    (state, change) => {
+      publisher.noteTransitions(change.transitions);
+      publisher.changed();
+      syncConfigMapMetrics();
+      stowCycle(state);
+      for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
+    },
+    { deferred: true },
+  );
+  store.onFaultEvents(
+    (applied) => {
+      // spec K.1; A5 names the chip by logic id (`logicID:<id>`)
+      const a5 = hw.kind === 'Ascend910A5';
+      for (const e of applied) events.record(faultEvent(config.nodeName, a5 ? { ...e, a5 } : e, e.time));
+    },
+    { deferred: true },
+  );
   let periodic: NodeJS.Timeout | undefined;
   return {
     nodeLabels: () => labeler.nodeLabels(),

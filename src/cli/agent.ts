@@ -1,7 +1,11 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1 --v8-pool-size=1
 /**
  * `ascend-npu-agent`: the node agent (composition in `src/agent/run-agent.ts`) and `simulate`, the demo on the mock
  * library with the embedded kubelet simulator and Kubernetes API stand-in (`src/sim/simulate.ts`).
+ *
+ * V8 settings for a small daemon (issue [P] item 1; docs/operations.md "Memory"), on the `#!` line so that the image's
+ * `ascend-npu-agent` and the DaemonSet's `command` run with them (`env -S`, coreutils ≥ 8.30): a young generation of
+ * 1 MiB semi-spaces (V8's default grows to 16 MiB) and one V8 worker thread instead of one per core.
  *
  * Exit statuses (architecture §4): 0 stopped by SIGTERM/SIGINT; 2 bad flag, environment or configuration; 3 the
  * DCMI library is unusable; 4 a start-up wait ran out (kubelet folder, device nodes); 1 anything unexpected.

@@ -526,24 +526,36 @@ export class Dcmi {
   }
 
   /**
+   * The chip's code list alone (`dcmi_get_device_errorcode_v2`, §4.3: zero entries dropped), without the health
+   * read of {@link getDeviceAllErrorCodes}: for a caller that has just asked `dcmi_get_device_health` itself (the
+   * subscribed health layer's card-drop check, spec D.5), so a chip costs one call less per period.
+   */
+  getDeviceErrorCodes(cardId: number, deviceId: number): number[] {
+    const { fn, dev } = this.at('dcmi_get_device_errorcode_v2', cardId, deviceId);
+    let r;
+    try {
+      r = dev === undefined ? this.lib.getDeviceErrorCodes(cardId, deviceId) : this.lib.v2GetDeviceErrorCodes(dev);
+    } catch (err) {
+      throw toDcmiError(err, fn);
+    }
+    if (r.errorCount < 0 || r.errorCount > DCMI_LIMITS.maxErrorCodes)
+      throw this.invalid(fn, `error count ${r.errorCount}`);
+    return r.codes.filter((c) => c !== 0);
+  }
+
+  /**
    * "All error codes" (§4.3): the code list, then always health. An error only if the list call failed and
    * health did not return -8012; with -8012 the synthetic card-drop code 0x40F84E00 is appended.
    */
   getDeviceAllErrorCodes(cardId: number, deviceId: number): { codes: number[]; cardDropped: boolean } {
-    const { fn, dev } = this.at('dcmi_get_device_errorcode_v2', cardId, deviceId);
+    const { dev } = this.at('dcmi_get_device_errorcode_v2', cardId, deviceId);
     let codes: number[] = [];
     let listError: Error | undefined;
     try {
-      const r =
-        dev === undefined ? this.lib.getDeviceErrorCodes(cardId, deviceId) : this.lib.v2GetDeviceErrorCodes(dev);
-      if (r.errorCount < 0 || r.errorCount > DCMI_LIMITS.maxErrorCodes) {
-        listError = this.invalid(fn, `error count ${r.errorCount}`);
-      } else {
-        codes = r.codes.filter((c) => c !== 0);
-      }
+      codes = this.getDeviceErrorCodes(cardId, deviceId);
     } catch (err) {
-      listError = toDcmiError(err, fn);
-      if (listError instanceof TypeError) throw listError;
+      if (err instanceof TypeError) throw err;
+      listError = err as Error;
     }
     let cardDropped = false;
     try {

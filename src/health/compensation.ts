@@ -3,13 +3,17 @@
  * and the difference is sent as synthetic events (severity 0, time now, no recovery hold). A chip is read at the
  * first start, when marked for re-sync (reset finished, overflow, the engine's `resync`), every run in polling mode,
  * and when its chip or network health has been Unhealthy for more than 5 min. While subscribed, every run first asks
- * the card-drop tracker (src/health/card-drop.ts) about every chip.
+ * the card-drop tracker (src/health/card-drop.ts) about every chip — upstream's one `dcmi_get_device_health` per chip
+ * per `listWatchPeriod` — and a chip it has just asked is then read with the code list alone (no second health read).
  *
- * Beyond upstream — the periodic reconcile: while subscribed, every `listWatchPeriod` every chip not read for one
- * of the reasons above is diffed the same way, so a lost event on a healthy chip shows within one period. Because an
- * event may be between DCMI and us while we read, a difference found this way is confirmed by a second read
- * `confirmMs` later and only what both reads agree on is sent (no double-counted occurrence for FaultFrequency). The
- * confirmation lives here because it is the same diff read twice, and a confirming read must not overlap a run.
+ * Beyond upstream — the periodic reconcile: while subscribed, every `listWatchPeriod` a slice of the chips not read
+ * for one of the reasons above is diffed the same way, in turn, so that every chip is diffed once every
+ * `sweepPeriods` periods (issue [P]: the idle DCMI calls no more than upstream's, which only asks the health; 8
+ * chips, 5 s: 8 health + 2 list reads a period, 120 a minute), and a lost event on a healthy chip shows within
+ * `sweepPeriods` periods. Because an event may be between DCMI and us while we read, a difference found this way is
+ * confirmed by a second read `confirmMs` later and only what both reads agree on is sent (no double-counted
+ * occurrence for FaultFrequency). The confirmation lives here because it is the same diff read twice, and a
+ * confirming read must not overlap a run.
  *
  * Every synthetic recovery carries the DCMI list it was derived from (`liveCodes`, spec D.6), as the intake's
  * released recoveries do: the engine never reads DCMI. Codes whose recovery the intake still holds, and the hang
@@ -47,7 +51,7 @@ import {
 } from './types.js';
 
 export interface CompensationOptions {
-  readonly dcmi: Pick<HealthDcmi, 'getDeviceAllErrorCodes' | 'getDeviceHealth'>;
+  readonly dcmi: Pick<HealthDcmi, 'getDeviceAllErrorCodes' | 'getDeviceErrorCodes' | 'getDeviceHealth'>;
   readonly chips: readonly ChipAddress[];
   readonly chipKind: ChipKind;
   readonly state: ChipStateReader;
@@ -73,6 +77,11 @@ export interface CompensationOptions {
   readonly confirmMs?: number;
   /** D.5 "unhealthy for longer than 5 min"; default 300 000. */
   readonly longUnhealthyMs?: number;
+  /**
+   * The periodic reconcile diffs every chip once in this many periods (a slice of ⌈chips / n⌉ chips each period,
+   * in turn); default {@link RECONCILE_SWEEP_PERIODS}. 1: every chip every period.
+   */
+  readonly sweepPeriods?: number;
   readonly observer?: HealthObserver;
   readonly logger?: Logger;
 }
@@ -103,6 +112,9 @@ function diffCodes(dcmi: ReadonlySet<FaultCode>, have: ReadonlySet<FaultCode>): 
   };
 }
 
+/** Periods in which the periodic reconcile has diffed every chip once (default of `sweepPeriods`). */
+export const RECONCILE_SWEEP_PERIODS = 4;
+
 /** D.5 compensation runs, the card-drop check and the periodic reconcile with its confirming read. */
 export class Compensation {
   readonly #o: CompensationOptions;
@@ -111,6 +123,10 @@ export class Compensation {
   readonly #confirmMs: number;
   readonly #longMs: number;
   readonly #cardDrop: CardDrop;
+  /** Chips in DCMI's order, and where the next reconcile slice starts in it. */
+  readonly #order: readonly ChipAddress[];
+  readonly #slice: number;
+  #cursor = 0;
   #stopped = false;
   /** D.5 `init`: chips to re-read at the next run. */
   #resync = new Set<number>();
@@ -131,6 +147,9 @@ export class Compensation {
     this.#log = options.logger ?? NOOP_LOGGER;
     this.#confirmMs = options.confirmMs ?? 2000;
     this.#longMs = options.longUnhealthyMs ?? 300_000;
+    this.#order = [...options.chips];
+    const sweep = Math.max(1, Math.floor(options.sweepPeriods ?? RECONCILE_SWEEP_PERIODS));
+    this.#slice = Math.ceil(this.#order.length / sweep);
     this.#cardDrop = new CardDrop({
       getDeviceHealth: (card, device) => options.dcmi.getDeviceHealth(card, device),
       dcmiError: (err, fn) => this.#dcmiError(err, fn),
@@ -206,6 +225,15 @@ export class Compensation {
     return this.#running;
   }
 
+  /** The chips the periodic reconcile diffs this period (the next slice in DCMI's order, wrapping around). */
+  #nextSlice(): Set<number> {
+    const n = this.#order.length;
+    const ids = new Set<number>();
+    for (let i = 0; i < Math.min(this.#slice, n); i++) ids.add(this.#order[(this.#cursor + i) % n]!.logicId);
+    this.#cursor = n === 0 ? 0 : (this.#cursor + this.#slice) % n;
+    return ids;
+  }
+
   /** The D.5 reason to read the chip, or null. */
   #reason(
     chip: ChipAddress,
@@ -237,26 +265,30 @@ export class Compensation {
     const first = this.#firstStart;
     this.#firstStart = false;
     const subscribed = this.#o.mode() === 'subscribed';
+    const slice = periodic && subscribed ? this.#nextSlice() : undefined;
     const out: FaultEvent[] = [];
     for (const chip of this.#chips.values()) {
       const view = this.#o.state.chip(chip.logicId);
       if (!view) continue;
       const skip = new Set<FaultCode>();
       // Card drop (subscribed only; in polling mode the code list carries 0x40F84E00 already).
+      let healthAsked = false;
       if (subscribed) {
         const drop = this.#cardDrop.check(chip, parseCodes(view.faultCodes).includes(CARD_DROP_CODE));
+        healthAsked = drop.answered;
         if (drop.answered) skip.add(CARD_DROP_CODE);
         if (drop.answered && drop.synthesize) {
           this.#synth(out, chip.logicId, CARD_DROP_CODE, drop.synthesize, 'card-drop', now);
         }
       }
       const why = this.#reason(chip, view, first, init, now);
-      const reconcile = periodic && subscribed && !why.chip && !why.net;
+      const reconcile = slice?.has(chip.logicId) === true && !why.chip && !why.net;
       if (!why.chip && !why.net && !reconcile) continue;
       const diff = await this.#diffChip(chip, {
         chip: why.chip !== null || reconcile,
         net: why.net !== null || reconcile,
         skip,
+        listOnly: healthAsked,
       });
       if (this.#stopped) return;
       if (!diff) {
@@ -280,15 +312,26 @@ export class Compensation {
    * parameter- and hyper-plane codes. Network scope: DCMI's parameter-plane codes, or 0x81078603 when there are
    * none and the link is not UP (D.8). A5: the hyper plane (81B18603 from DCMI or a UB port not UP) with the chip
    * scope, the UBoE plane (81078607 and its derived code from the bonding-port down count) as the network scope.
-   * Codes with a held recovery are left out (the recovery is on its way).
+   * Codes with a held recovery are left out (the recovery is on its way). `listOnly`: the card-drop check has just
+   * asked the chip's health (0x40F84E00 is its to send), so the code list is read without the health read.
    */
   async #diffChip(
     chip: ChipAddress,
-    scope: { chip: boolean; net: boolean; skip: ReadonlySet<FaultCode>; cachedLinkOnly?: boolean },
+    scope: {
+      chip: boolean;
+      net: boolean;
+      skip: ReadonlySet<FaultCode>;
+      cachedLinkOnly?: boolean;
+      listOnly?: boolean;
+    },
   ): Promise<ChipDiff | undefined> {
     let codes: number[];
     try {
-      codes = this.#o.dcmi.getDeviceAllErrorCodes(chip.cardId, chip.deviceId).codes;
+      const dcmi = this.#o.dcmi;
+      codes =
+        scope.listOnly && dcmi.getDeviceErrorCodes
+          ? dcmi.getDeviceErrorCodes(chip.cardId, chip.deviceId)
+          : dcmi.getDeviceAllErrorCodes(chip.cardId, chip.deviceId).codes;
     } catch (err) {
       this.#dcmiError(err, 'dcmi_get_device_errorcode_v2');
       return undefined;
@@ -377,11 +420,13 @@ export class Compensation {
     const now = this.#o.clock.now();
     for (const [logicId, first] of pending) {
       const chip = this.#chips.get(logicId)!;
+      // the reconcile runs while subscribed, where 0x40F84E00 is the card-drop check's: the list alone is read
       const again = await this.#diffChip(chip, {
         chip: true,
         net: first.netChecked,
-        skip: this.#cardDrop.isDropped(logicId) ? new Set([CARD_DROP_CODE]) : new Set(),
+        skip: new Set([CARD_DROP_CODE]),
         cachedLinkOnly: true,
+        listOnly: true,
       });
       if (this.#stopped) return;
       if (!again) continue;

@@ -86,6 +86,8 @@ export interface HealthMonitorOptions {
   readonly reconcileConfirmMs?: number;
   /** D.5 "unhealthy for longer than 5 min"; default 300 000. */
   readonly longUnhealthyMs?: number;
+  /** The periodic reconcile diffs every chip once in this many periods (compensation.ts); default 4. */
+  readonly reconcileSweepPeriods?: number;
   readonly observer?: HealthObserver;
   readonly logger?: Logger;
 }
@@ -166,6 +168,7 @@ export class HealthMonitor {
       ...(options.uboePlane ? { uboePlane: true } : {}),
       ...(options.reconcileConfirmMs !== undefined ? { confirmMs: options.reconcileConfirmMs } : {}),
       ...(options.longUnhealthyMs !== undefined ? { longUnhealthyMs: options.longUnhealthyMs } : {}),
+      ...(options.reconcileSweepPeriods !== undefined ? { sweepPeriods: options.reconcileSweepPeriods } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
     });
   }

@@ -12,6 +12,11 @@ export interface HealthDcmi {
   subscribeFaultEvents(subscription: FaultSubscription, options?: { maxQueue?: number }): void;
   unsubscribeFaultEvents(): void;
   getDeviceAllErrorCodes(cardId: number, deviceId: number): { codes: number[]; cardDropped: boolean };
+  /**
+   * The code list without the health read (`Dcmi.getDeviceErrorCodes`): used where the card-drop check has just
+   * asked `dcmi_get_device_health` itself. A stub without it is read through `getDeviceAllErrorCodes`.
+   */
+  getDeviceErrorCodes?(cardId: number, deviceId: number): number[];
   getDeviceHealth(cardId: number, deviceId: number): number;
 }
 

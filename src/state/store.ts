@@ -291,6 +291,23 @@ function sameView(view: ChipView, raw: ChipView, derived: Derived, state: ChipSt
   );
 }
 
+/** How a listener is called. */
+export interface ListenOptions {
+  /**
+   * Called from one `setImmediate` after the cycle's turn instead of in it, with every snapshot (or event batch) in
+   * order: for the projections that need not go first (metrics, the ConfigMap queue, Events), so the cycle's turn
+   * ends with the kubelet send and the durable save (docs/architecture.md "One fault").
+   */
+  readonly deferred?: boolean;
+}
+
+/** What waits for the deferred listeners: a snapshot and its change, or a cycle's applied fault events. */
+interface Later {
+  readonly state?: NodeState;
+  readonly change?: StateChange;
+  readonly events?: readonly AppliedFaultEvent[];
+}
+
 /** The one store. */
 export class NodeStateStore {
   readonly #engine: FaultEngine;
@@ -303,6 +320,11 @@ export class NodeStateStore {
   readonly #log: Logger;
   readonly #listeners = new Set<StateListener>();
   readonly #eventListeners = new Set<(events: readonly AppliedFaultEvent[]) => void>();
+  /** `deferred` listeners ({@link ListenOptions}) and what waits for them, in the order it happened. */
+  readonly #laterListeners = new Set<StateListener>();
+  readonly #laterEventListeners = new Set<(events: readonly AppliedFaultEvent[]) => void>();
+  #later: Later[] = [];
+  #laterScheduled = false;
   readonly #durableListeners = new Set<() => void>();
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
@@ -357,19 +379,41 @@ export class NodeStateStore {
     return this.#chipStates.get(logicId);
   }
 
-  /** Calls `listener` after every new snapshot; returns the unsubscribe function. */
-  onChange(listener: StateListener): () => void {
-    this.#listeners.add(listener);
-    return () => void this.#listeners.delete(listener);
+  /**
+   * Calls `listener` after every new snapshot (in the cycle's turn, or `deferred`: see {@link ListenOptions});
+   * returns the unsubscribe function.
+   */
+  onChange(listener: StateListener, options: ListenOptions = {}): () => void {
+    const set = options.deferred ? this.#laterListeners : this.#listeners;
+    set.add(listener);
+    return () => void set.delete(listener);
   }
 
   /**
    * Calls `listener` after every cycle that applied fault events (whether the snapshot changed or not: spec K.1 has
-   * an Event per fault event), after the snapshot listeners; returns the unsubscribe function.
+   * an Event per fault event), after the snapshot listeners (or `deferred`, after the deferred snapshot listeners of
+   * the same cycle); returns the unsubscribe function.
    */
-  onFaultEvents(listener: (events: readonly AppliedFaultEvent[]) => void): () => void {
-    this.#eventListeners.add(listener);
-    return () => void this.#eventListeners.delete(listener);
+  onFaultEvents(listener: (events: readonly AppliedFaultEvent[]) => void, options: ListenOptions = {}): () => void {
+    const set = options.deferred ? this.#laterEventListeners : this.#eventListeners;
+    set.add(listener);
+    return () => void set.delete(listener);
+  }
+
+  /**
+   * Hands what waits for the `deferred` listeners to them now (the shutdown: the last change reaches the ConfigMap
+   * queue before its flush).
+   */
+  flushDeferred(): void {
+    const later = this.#later;
+    this.#later = [];
+    for (const item of later) {
+      if (item.state) {
+        for (const l of [...this.#laterListeners]) this.#call(() => l(item.state!, item.change!), 'state listener');
+      } else {
+        for (const l of [...this.#laterEventListeners]) this.#call(() => l(item.events!), 'fault-event listener');
+      }
+    }
   }
 
   /**
@@ -652,7 +696,9 @@ export class NodeStateStore {
     ) {
       this.#publish(op, now, transitions, changed, result.resync, manualSeparation);
     }
-    if (events.length > 0 && this.#eventListeners.size > 0) this.#tellEvents(events, now);
+    if (events.length > 0 && this.#eventListeners.size + this.#laterEventListeners.size > 0) {
+      this.#tellEvents(events, now);
+    }
   }
 
   #publish(
@@ -687,8 +733,33 @@ export class NodeStateStore {
         this.#log.error({ err }, 'state listener threw');
       }
     }
+    if (this.#laterListeners.size > 0) this.#defer({ state: this.#state, change });
     this.requestResync(change.resync);
     this.#notifyDurable();
+  }
+
+  #call(f: () => void, what: string): void {
+    try {
+      f();
+    } catch (err) {
+      this.#log.error({ err }, `${what} threw`);
+    }
+  }
+
+  /**
+   * Queues for the deferred listeners; one `setImmediate` delivers everything queued meanwhile, in order. It is an
+   * event-loop position, not a delay: HTTP/2 queues a stream's frames for the check phase of the turn it was written
+   * in, as a native immediate, which Node runs before the JavaScript immediates of the same phase — so the kubelet's
+   * ListAndWatch frame has left when the deferred projections run (issue [P] item 5).
+   */
+  #defer(item: Later): void {
+    this.#later.push(item);
+    if (this.#laterScheduled) return;
+    this.#laterScheduled = true;
+    setImmediate(() => {
+      this.#laterScheduled = false;
+      this.flushDeferred();
+    });
   }
 
   #notifyDurable(): void {
@@ -725,6 +796,7 @@ export class NodeStateStore {
         this.#log.error({ err }, 'fault-event listener threw');
       }
     }
+    if (this.#laterEventListeners.size > 0) this.#defer({ events: applied });
   }
 
   /** The code of a text of a view (the engine writes each code's spelling), cached. */

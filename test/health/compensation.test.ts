@@ -27,6 +27,8 @@ interface Rig {
   store: Map<number, ChipStateView>;
   setMode(m: HealthMode): void;
   held: Set<string>;
+  /** DCMI calls by name: `health`, `all` (list + health), `list` (the list alone), per logic id. */
+  calls: { fn: 'health' | 'all' | 'list'; id: number }[];
 }
 
 function view(codes: number[] = [], extra: Partial<ChipStateView> = {}): ChipStateView {
@@ -48,6 +50,7 @@ function rig(extra: Partial<CompensationOptions> = {}, chips = 2): Rig {
   const dropped = new Set<number>();
   const store = new Map<number, ChipStateView>();
   const held = new Set<string>();
+  const calls: Rig['calls'] = [];
   let mode: HealthMode = 'subscribed';
   const list = Array.from({ length: chips }, (_, i) => ({ logicId: i, phyId: i, cardId: i, deviceId: 0 }));
   for (const c of list) {
@@ -57,11 +60,19 @@ function rig(extra: Partial<CompensationOptions> = {}, chips = 2): Rig {
   const comp = new Compensation({
     dcmi: {
       getDeviceAllErrorCodes: (card) => {
+        calls.push({ fn: 'all', id: card });
         const codes = dcmi.get(card);
         if (!codes) throw new DcmiError(-8005, 'dcmi_get_device_errorcode_v2');
         return { codes: [...codes], cardDropped: false };
       },
+      getDeviceErrorCodes: (card) => {
+        calls.push({ fn: 'list', id: card });
+        const codes = dcmi.get(card);
+        if (!codes) throw new DcmiError(-8005, 'dcmi_get_device_errorcode_v2');
+        return [...codes];
+      },
       getDeviceHealth: (card) => {
+        calls.push({ fn: 'health', id: card });
         if (dropped.has(card)) throw new DcmiError(-8012, 'dcmi_get_device_health');
         return 0;
       },
@@ -76,7 +87,7 @@ function rig(extra: Partial<CompensationOptions> = {}, chips = 2): Rig {
     listWatchPeriodMs: PERIOD,
     ...extra,
   });
-  return { clock, comp, batches, dcmi, dropped, store, held, setMode: (m) => (mode = m) };
+  return { clock, comp, batches, dcmi, dropped, store, held, calls, setMode: (m) => (mode = m) };
 }
 
 /** Lets a run (and the re-sync timer) finish. */
@@ -216,7 +227,7 @@ describe('beyond upstream: periodic reconcile', () => {
   });
 
   test('the periodic run repeats every listWatchPeriod once started, and stop ends it', async () => {
-    const r = rig({ confirmMs: 10 });
+    const r = rig({ confirmMs: 10, sweepPeriods: 1 });
     await r.comp.run(false);
     r.comp.startPeriod();
     r.dcmi.set(1, [SEP]);
@@ -227,5 +238,75 @@ describe('beyond upstream: periodic reconcile', () => {
     r.dcmi.set(0, [SEP]);
     await settled(r, 2 * PERIOD);
     expect([r.batches.length, r.clock.pending()]).toEqual([1, 0]);
+  });
+});
+
+describe('issue [P] item 2: idle DCMI calls no more than upstream', () => {
+  /** The calls of one periodic run, by kind. */
+  async function periodicCalls(r: Rig): Promise<Rig['calls']> {
+    r.calls.length = 0;
+    await r.comp.run(true);
+    return [...r.calls];
+  }
+
+  test('D.5 while subscribed: one health read per chip per period (the card-drop check), as upstream', async () => {
+    const r = rig({}, 8);
+    await r.comp.run(false);
+    const calls = await periodicCalls(r);
+    expect(calls.filter((c) => c.fn === 'health').map((c) => c.id)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  test('a chip whose health the card-drop check just asked is read with the code list alone (no second health read)', async () => {
+    const r = rig({}, 8);
+    await r.comp.run(false);
+    const calls = await periodicCalls(r);
+    expect([calls.filter((c) => c.fn === 'all').length, calls.filter((c) => c.fn === 'list').length]).toEqual([0, 2]);
+  });
+
+  test('the reconcile diffs ⌈chips / 4⌉ chips a period in turn: every chip once in 4 periods', async () => {
+    const r = rig({}, 8);
+    await r.comp.run(false);
+    const slices: number[][] = [];
+    for (let i = 0; i < 5; i++) slices.push((await periodicCalls(r)).filter((c) => c.fn === 'list').map((c) => c.id));
+    expect(slices).toEqual([
+      [0, 1],
+      [2, 3],
+      [4, 5],
+      [6, 7],
+      [0, 1],
+    ]);
+  });
+
+  test('a lost event on a healthy chip is found within sweepPeriods periods (plus the confirming read)', async () => {
+    const r = rig({ confirmMs: 2000, sweepPeriods: 4 }, 8);
+    await r.comp.run(false);
+    await r.comp.run(true); // chips 0 and 1 this period
+    r.dcmi.set(1, [SEP]); // lost right after its turn: the worst case
+    for (let i = 0; i < 3; i++) await r.comp.run(true);
+    expect(r.batches).toEqual([]);
+    await r.comp.run(true); // chip 1's turn again
+    await settled(r, 2000);
+    expect(r.batches).toEqual([[expect.objectContaining({ logicId: 1, code: SEP, assertion: 'occur' })]]);
+  });
+
+  test('D.5 polling mode still reads every chip with the list and the health (0x40F84E00 from the list call)', async () => {
+    const r = rig({}, 4);
+    r.setMode('polling');
+    await r.comp.run(false);
+    const calls = await periodicCalls(r);
+    expect([calls.filter((c) => c.fn === 'all').length, calls.filter((c) => c.fn !== 'all').length]).toEqual([4, 0]);
+  });
+
+  test('a chip read for a D.5 reason while subscribed (re-sync) is read with the list alone after its health', async () => {
+    const r = rig({}, 2);
+    await r.comp.run(false);
+    r.comp.markResync([1], 'test');
+    r.calls.length = 0;
+    await settled(r);
+    expect(r.calls).toEqual([
+      { fn: 'health', id: 0 },
+      { fn: 'health', id: 1 },
+      { fn: 'list', id: 1 },
+    ]);
   });
 });

@@ -11,6 +11,7 @@ import { FaultEngine, type FaultEvent } from '../../src/faults/index.js';
 import type { DeviceSnapshot } from '../../src/kubelet/device-source.js';
 import { discoverNode } from '../../src/health/discovery.js';
 import { HANG_FAULT_CODE } from '../../src/health/hang-detector.js';
+import { RECONCILE_SWEEP_PERIODS } from '../../src/health/compensation.js';
 import { HealthMonitor, type HealthMonitorOptions } from '../../src/health/monitor.js';
 import { runModeOf } from '../../src/core/chips.js';
 import { StoreDeviceSource } from '../../src/kubelet/store-device-source.js';
@@ -85,10 +86,15 @@ async function setup(
   return rig;
 }
 
-/** One listWatchPeriod plus the confirming read of the periodic reconcile, letting async work finish. */
+/**
+ * One sweep of the periodic reconcile (every chip diffed once: {@link RECONCILE_SWEEP_PERIODS} periods) plus the
+ * confirming read, letting async work finish.
+ */
 async function period(r: Rig): Promise<void> {
-  await r.clock.advance(PERIOD);
-  await r.monitor.idle();
+  for (let i = 0; i < RECONCILE_SWEEP_PERIODS; i++) {
+    await r.clock.advance(PERIOD);
+    await r.monitor.idle();
+  }
   await r.clock.advance(2000);
   await r.monitor.idle();
 }
@@ -166,8 +172,11 @@ describe('D.5 lost-event compensation', () => {
     // DCMI has the code but the event is only delivered after the first read: the confirming read sees the
     // store has it and sends nothing.
     await r.h.control.request({ op: 'silentFault', logicId: 5, eventId: SEPARATE, assertion: 'occur' });
-    await r.clock.advance(PERIOD);
-    await r.monitor.idle();
+    for (let i = 0; i < 3; i++) {
+      // chip 5 is in the third slice of the reconcile (8 chips, 2 a period)
+      await r.clock.advance(PERIOD);
+      await r.monitor.idle();
+    }
     r.store.applyEvents([{ logicId: 5, code: 0x80e18402, assertion: 'occur', severity: 2 }]);
     const synthesized = r.monitor.stats().synthesized;
     await r.clock.advance(2000);

@@ -200,3 +200,64 @@ describe('sameJson (the store compares chip views without building their JSON te
     expect(store.chip(1)!.faultCodes).toEqual(['80E18402']);
   });
 });
+
+describe('issue [P] item 5: deferred listeners (the projections after the kubelet send)', () => {
+  const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+  test('a deferred listener is not called in the cycle, and is called after it with the snapshot and its change', async () => {
+    const { store } = makeStore();
+    const seen: [number, string][] = [];
+    store.onChange((s, c) => seen.push([s.seq, c.cause]), { deferred: true });
+    store.applyEvents([ev(1, SEPARATE)]);
+    const inTurn = seen.length;
+    await nextTurn();
+    expect([inTurn, seen]).toEqual([0, [[1, 'events']]]);
+  });
+
+  test('every snapshot of a turn reaches a deferred listener, in order, after the in-turn listeners had each', async () => {
+    const { store } = makeStore();
+    const order: string[] = [];
+    store.onChange((s) => order.push(`now ${s.seq}`));
+    store.onChange((s) => order.push(`later ${s.seq}`), { deferred: true });
+    store.onFaultEvents((e) => order.push(`events later ${e.length}`), { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    store.applyEvents([ev(1, SEPARATE), ev(2, SEPARATE)]);
+    await nextTurn();
+    expect(order).toEqual(['now 1', 'now 2', 'later 1', 'events later 1', 'later 2', 'events later 2']);
+  });
+
+  test('the durable listeners stay in the cycle (a save is on disk before any output leaves)', () => {
+    const { store } = makeStore();
+    let durable = 0;
+    store.onDurableChange(() => durable++);
+    store.onChange(() => undefined, { deferred: true });
+    store.applyEvents([ev(1, HBM)]);
+    expect(durable).toBeGreaterThan(0);
+  });
+
+  test('flushDeferred hands what waits to the deferred listeners at once (the shutdown), and only once', async () => {
+    const { store } = makeStore();
+    const seqs: number[] = [];
+    store.onChange((s) => seqs.push(s.seq), { deferred: true });
+    store.applyEvents([ev(1, SEPARATE)]);
+    store.flushDeferred();
+    const flushed = [...seqs];
+    await nextTurn();
+    expect([flushed, seqs]).toEqual([[1], [1]]);
+  });
+
+  test('a throwing deferred listener does not stop the others', async () => {
+    const { store } = makeStore();
+    let reached = false;
+    store.onChange(
+      () => {
+        throw new Error('boom');
+      },
+      { deferred: true },
+    );
+    store.onChange(() => (reached = true), { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    await nextTurn();
+    expect(reached).toBe(true);
+  });
+});
