@@ -6,7 +6,7 @@
 import { effectiveShareCount } from '../core/device-names.js';
 import { errorMessage as message } from '../core/errors.js';
 import { PodAnnotationPasses } from '../kube/pod-annotation-passes.js';
-import { PodAnnotator, rankTableOf, type RankChip } from '../kube/pod-annotator.js';
+import { PodAnnotator, rankTableOf, type PodAnnotatorOptions, type RankChip } from '../kube/pod-annotator.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import type { AgentContext } from './context.js';
 import type { ApiLayer } from './wire-api.js';
@@ -34,8 +34,29 @@ export interface AnnotatorDeps {
   readonly realOf: (kubeletId: string) => string | undefined;
 }
 
+/**
+ * What every pod annotator of this node shares, the device plugin's (below) and the DRA driver's
+ * (wire-dra-api.ts): the node's host IP, super-pod facts and rank table, the refused-write counter.
+ */
+export function nodeAnnotatorOptions(
+  ctx: AgentContext,
+  hw: DcmiLayer,
+  rankChips: () => ReadonlyMap<number, RankChip>,
+): Omit<PodAnnotatorOptions, 'api' | 'pods' | 'volcanoType'> {
+  return {
+    hostIp: ctx.config.hostIp ?? '',
+    superPodId: hw.superPodId,
+    serverIndex: hw.serverIndex,
+    ...(hw.a5 ? { rackId: hw.a5.rackId } : {}), // spec I.3 `rack_id`: A5 only
+    chips: rankChips,
+    rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
+    logger: ctx.log,
+    onRefused: (status) => ctx.metrics.writeRefused('pod', status),
+  };
+}
+
 export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLayer {
-  const { config, flags, log } = ctx;
+  const { flags, log } = ctx;
   const { hw, pods } = d;
   const listeners: ((namespace: string, name: string) => void)[] = [];
   const cache = pods.cache;
@@ -52,20 +73,13 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
   const publicResource = names.resource(hw.resourceName);
   const passes = new PodAnnotationPasses({
     annotator: new PodAnnotator({
+      ...nodeAnnotatorOptions(ctx, hw, d.rankChips),
       api: d.api.core,
       pods: cache,
-      hostIp: config.hostIp ?? '',
-      superPodId: hw.superPodId,
-      serverIndex: hw.serverIndex,
-      ...(hw.a5 ? { rackId: hw.a5.rackId } : {}), // spec I.3 `rack_id`: A5 only
-      chips: d.rankChips,
-      rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
       volcanoType: flags.volcanoType,
       realOf: d.realOf,
       ...(effectiveShareCount(hw.kind, flags.shareDevCount) > 1 ? { shareMode: true } : {}),
       ...(names.active ? { publicName: names.name, podKey: names.podKey } : {}),
-      logger: log,
-      onRefused: (status) => ctx.metrics.writeRefused('pod', status),
     }),
     pods: cache,
     resourceName: publicResource,

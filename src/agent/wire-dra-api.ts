@@ -13,7 +13,8 @@ import { errorMessage as message } from '../core/errors.js';
 import { createDraApiSide, type DraApiSide } from '../dra/api-side.js';
 import { DevicePluginHolds } from '../dra/plugin-holds.js';
 import type { DraInventory } from '../dra/resource-slices.js';
-import { PodAnnotator, rankTableOf, type RankChip } from '../kube/pod-annotator.js';
+import { PodAnnotator, type RankChip } from '../kube/pod-annotator.js';
+import { nodeAnnotatorOptions } from './wire-annotate.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
 import type { NodeStateStore } from '../state/store.js';
 import type { AgentContext } from './context.js';
@@ -112,17 +113,10 @@ export function wireDraApi(ctx: AgentContext, d: DraApiDeps): DraApiLayer {
   const cache = pods.cache;
   const annotator = cache
     ? new PodAnnotator({
+        ...nodeAnnotatorOptions(ctx, hw, d.rankChips),
         api: api.core,
         pods: cache,
-        hostIp: config.hostIp ?? '',
-        superPodId: hw.superPodId,
-        serverIndex: hw.serverIndex,
-        ...(hw.a5 ? { rackId: hw.a5.rackId } : {}), // spec I.3 `rack_id`: A5 only
-        chips: d.rankChips,
-        rankTable: rankTableOf(hw.kind, hw.facts.productTypes ?? []),
         volcanoType: false, // DRA's devices are the real ones
-        logger: log,
-        onRefused: (status) => ctx.metrics.writeRefused('pod', status),
       })
     : undefined;
   const side: DraApiSide = createDraApiSide({
