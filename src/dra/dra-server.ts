@@ -18,7 +18,7 @@ import type { DRAResourceHealthHandlers } from '../generated/drahealth/v1/DRARes
 import type { NodeWatchResourcesRequest__Output } from '../generated/drahealth/v1/NodeWatchResourcesRequest.js';
 import type { NodeWatchResourcesResponse } from '../generated/drahealth/v1/NodeWatchResourcesResponse.js';
 import type { NodeState } from '../state/store.js';
-import { checkSocketPath, removeStale, socketIdentity } from '../kubelet/unix-socket.js';
+import { checkSocketPath, removeStale, socketIdentity, stopServerOnSocket } from '../kubelet/unix-socket.js';
 import { MAX_CLAIMS_PER_REQUEST, type ClaimPreparer } from './claim-preparer.js';
 import type { ClaimRef } from './claims.js';
 import { healthReport, reportKey, type DeviceHealthReport } from './health-report.js';
@@ -124,19 +124,7 @@ export class DraServer {
     this.#server = undefined;
     for (const s of this.#streams) s.end();
     this.#streams.clear();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        server.forceShutdown();
-        resolve();
-      }, 1000);
-      server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    if (this.#identity !== undefined && socketIdentity(this.#o.socketPath) === this.#identity) {
-      fs.rmSync(this.#o.socketPath, { force: true });
-    }
+    await stopServerOnSocket(server, this.#o.socketPath, this.#identity);
     this.#identity = undefined;
   }
 

@@ -13,7 +13,7 @@ import { DRA_DRIVER } from '../core/dra-devices.js';
 import { NOOP_LOGGER, type Logger } from '../core/logger.js';
 import type { PluginInfo } from '../generated/pluginregistration/pluginregistration/PluginInfo.js';
 import type { RegistrationHandlers } from '../generated/pluginregistration/pluginregistration/Registration.js';
-import { checkSocketPath, removeStale, socketIdentity } from '../kubelet/unix-socket.js';
+import { checkSocketPath, removeStale, socketIdentity, stopServerOnSocket } from '../kubelet/unix-socket.js';
 import { DRA_HEALTH_SERVICE, DRA_PLUGIN_SERVICE, DRA_PLUGIN_TYPE, type RegistrationPackage } from './proto.js';
 
 /** Longest error text of kubelet's kept for the log. */
@@ -97,19 +97,7 @@ export class RegistrationServer {
     const server = this.#server;
     if (!server) return;
     this.#server = undefined;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        server.forceShutdown();
-        resolve();
-      }, 1000);
-      server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    if (this.#identity !== undefined && socketIdentity(this.#o.socketPath) === this.#identity) {
-      fs.rmSync(this.#o.socketPath, { force: true });
-    }
+    await stopServerOnSocket(server, this.#o.socketPath, this.#identity);
     this.#identity = undefined;
   }
 

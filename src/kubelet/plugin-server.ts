@@ -27,7 +27,7 @@ import { preferredAllocation } from './preferred-allocation.js';
 import type { DynamicVnpu } from './vnpu-allocate.js';
 import { advertiseCores } from './vnpu-core.js';
 import { loadDevicePluginProto, type DevicePluginPackage } from './proto.js';
-import { checkSocketPath, removeStale, socketIdentity } from './unix-socket.js';
+import { checkSocketPath, removeStale, socketIdentity, stopServerOnSocket } from './unix-socket.js';
 
 /** Spec A.4 server options. */
 const SERVER_OPTIONS: grpc.ServerOptions = {
@@ -184,19 +184,7 @@ export class DevicePluginServer {
     this.#server = undefined;
     for (const s of this.#streams) s.call.end();
     this.#streams.clear();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        server.forceShutdown();
-        resolve();
-      }, 1000);
-      server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    if (this.#identity !== undefined && socketIdentity(this.socketPath) === this.#identity) {
-      fs.rmSync(this.socketPath, { force: true });
-    }
+    await stopServerOnSocket(server, this.socketPath, this.#identity);
     this.#identity = undefined;
   }
 

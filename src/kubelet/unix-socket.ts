@@ -56,3 +56,32 @@ export function checkKubeletPathOwner(p: string, ownUid: number): void {
   if (st.isSymbolicLink()) throw new UnsafeKubeletPathError(p, 'is a symbolic link');
   if (st.uid !== 0 && st.uid !== ownUid) throw new UnsafeKubeletPathError(p, `is owned by uid ${st.uid}`);
 }
+
+/** What {@link stopServerOnSocket} needs of a gRPC server. */
+export interface StoppableServer {
+  tryShutdown(callback: (error?: Error) => void): void;
+  forceShutdown(): void;
+}
+
+/**
+ * Stops a gRPC server listening on `socketPath` — gracefully, forced after `graceMs` — then removes the socket if it
+ * is still the one it created (`identity`, from {@link socketIdentity}): a socket another process made since stays.
+ */
+export async function stopServerOnSocket(
+  server: StoppableServer,
+  socketPath: string,
+  identity: string | undefined,
+  graceMs = 1000,
+): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  if (identity !== undefined && socketIdentity(socketPath) === identity) fs.rmSync(socketPath, { force: true });
+}
