@@ -15,7 +15,8 @@
  * Prints a table and one JSON line:
  * `{"campaign":"http","inputs":N,"crashes":N,"maxOpenConnections":N,"healthzOkDuringAttack":bool,"fdPeak":N,...}`
  * (`inputs` = hostile connections opened against both targets, `crashes` = targets that died, `maxOpenConnections` =
- * most connections one server held, `fdPeak` = most descriptors the agent had open).
+ * most connections one server held, sampled from `/proc`: the cap 64, or 65 when a sample falls in the instant a new
+ * connection is being placed, `fdPeak` = most descriptors the agent had open).
  *
  * Run: `npm run build && npx tsx bench/hostile/http.ts` (well under 60 s with the defaults). `BENCH_AGENT_JS` runs
  * another agent build.

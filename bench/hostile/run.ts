@@ -49,7 +49,9 @@ const CAMPAIGNS: readonly Campaign[] = [
     name: 'http',
     rules: [
       zero('crashes'),
-      atMost('maxOpenConnections', 64),
+      // the cap (64) plus the connection being placed: the kernel hands it over before the server's 'connection'
+      // handler closes it or an idle one (docs/agent.md "HTTP servers"); a loaded CI run sampled 65 once
+      atMost('maxOpenConnections', 65),
       (f) => (f.healthzOkDuringAttack === true ? null : 'a /healthz probe failed during the attack'),
     ],
   },
