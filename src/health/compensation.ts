@@ -112,6 +112,17 @@ function diffCodes(dcmi: ReadonlySet<FaultCode>, have: ReadonlySet<FaultCode>): 
   };
 }
 
+/** Chips a run examines at once (each may wait for an `hccn_tool` answer). */
+const CHIPS_AT_ONCE = 8;
+
+/** What {@link Compensation} found on one chip: `diff` null = not read, undefined = DCMI could not answer. */
+interface Examined {
+  readonly cardDrop?: Assertion | undefined;
+  readonly diff: ChipDiff | null | undefined;
+  readonly reconcile: boolean;
+  readonly reason?: CompensationReason | undefined;
+}
+
 /** Periods in which the periodic reconcile has diffed every chip once (default of `sweepPeriods`). */
 export const RECONCILE_SWEEP_PERIODS = 4;
 
@@ -266,45 +277,74 @@ export class Compensation {
     this.#firstStart = false;
     const subscribed = this.#o.mode() === 'subscribed';
     const slice = periodic && subscribed ? this.#nextSlice() : undefined;
+    // Chips are examined a few at a time, each waiting only for its own link query (the first run on 16 chips made
+    // 16 hccn_tool calls one after the other before kubelet registration, issue [P] item 3), and applied in DCMI's
+    // order, so the events are those of one chip after the other.
+    const queue = [...this.#chips.values()];
+    const examined = new Map<number, Examined>();
+    const worker = async (): Promise<void> => {
+      for (let chip = queue.shift(); chip && !this.#stopped; chip = queue.shift()) {
+        examined.set(chip.logicId, await this.#examine(chip, { first, init, now, subscribed, slice }));
+      }
+    };
+    const n = Math.max(1, Math.min(CHIPS_AT_ONCE, queue.length));
+    await Promise.all(Array.from({ length: n }, worker));
+    if (this.#stopped) return;
     const out: FaultEvent[] = [];
     for (const chip of this.#chips.values()) {
-      const view = this.#o.state.chip(chip.logicId);
-      if (!view) continue;
-      const skip = new Set<FaultCode>();
-      // Card drop (subscribed only; in polling mode the code list carries 0x40F84E00 already).
-      let healthAsked = false;
-      if (subscribed) {
-        const drop = this.#cardDrop.check(chip, parseCodes(view.faultCodes).includes(CARD_DROP_CODE));
-        healthAsked = drop.answered;
-        if (drop.answered) skip.add(CARD_DROP_CODE);
-        if (drop.answered && drop.synthesize) {
-          this.#synth(out, chip.logicId, CARD_DROP_CODE, drop.synthesize, 'card-drop', now);
-        }
-      }
-      const why = this.#reason(chip, view, first, init, now);
-      const reconcile = slice?.has(chip.logicId) === true && !why.chip && !why.net;
-      if (!why.chip && !why.net && !reconcile) continue;
-      const diff = await this.#diffChip(chip, {
-        chip: why.chip !== null || reconcile,
-        net: why.net !== null || reconcile,
-        skip,
-        listOnly: healthAsked,
-      });
-      if (this.#stopped) return;
-      if (!diff) {
+      const e = examined.get(chip.logicId);
+      if (!e) continue;
+      if (e.cardDrop) this.#synth(out, chip.logicId, CARD_DROP_CODE, e.cardDrop, 'card-drop', now);
+      if (e.diff === null) continue; // nothing to read
+      if (!e.diff) {
         this.#resync.add(chip.logicId); // DCMI could not answer: try again next time
         continue;
       }
-      if (reconcile) {
-        if (diff.occur.length + diff.recover.length > 0) {
-          this.#pendingConfirm.set(chip.logicId, { occur: diff.occur, recover: diff.recover, netChecked: true });
+      if (e.reconcile) {
+        if (e.diff.occur.length + e.diff.recover.length > 0) {
+          this.#pendingConfirm.set(chip.logicId, { occur: e.diff.occur, recover: e.diff.recover, netChecked: true });
         }
         continue;
       }
-      this.#pushDiff(out, chip.logicId, diff, diff.codes, (why.chip ?? why.net)!, now);
+      this.#pushDiff(out, chip.logicId, e.diff, e.diff.codes, e.reason!, now);
     }
     if (this.#pendingConfirm.size > 0) this.#scheduleConfirm();
     if (out.length > 0) this.#o.emit(out);
+  }
+
+  /** One chip of a run: the card-drop check, then the diff when the chip has a D.5 reason or is in the slice. */
+  async #examine(
+    chip: ChipAddress,
+    run: {
+      first: boolean;
+      init: ReadonlySet<number>;
+      now: number;
+      subscribed: boolean;
+      slice: ReadonlySet<number> | undefined;
+    },
+  ): Promise<Examined> {
+    const view = this.#o.state.chip(chip.logicId);
+    if (!view) return { diff: null, reconcile: false };
+    const skip = new Set<FaultCode>();
+    let cardDrop: Assertion | undefined;
+    // Card drop (subscribed only; in polling mode the code list carries 0x40F84E00 already).
+    let healthAsked = false;
+    if (run.subscribed) {
+      const drop = this.#cardDrop.check(chip, parseCodes(view.faultCodes).includes(CARD_DROP_CODE));
+      healthAsked = drop.answered;
+      if (drop.answered) skip.add(CARD_DROP_CODE);
+      if (drop.answered && drop.synthesize) cardDrop = drop.synthesize;
+    }
+    const why = this.#reason(chip, view, run.first, run.init, run.now);
+    const reconcile = run.slice?.has(chip.logicId) === true && !why.chip && !why.net;
+    if (!why.chip && !why.net && !reconcile) return { cardDrop, diff: null, reconcile };
+    const diff = await this.#diffChip(chip, {
+      chip: why.chip !== null || reconcile,
+      net: why.net !== null || reconcile,
+      skip,
+      listOnly: healthAsked,
+    });
+    return { cardDrop, diff, reconcile, reason: why.chip ?? why.net ?? undefined };
   }
 
   /**

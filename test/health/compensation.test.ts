@@ -180,6 +180,26 @@ describe('D.5 the diff', () => {
       [1, 0x81078603],
     ]);
   });
+  test("issue [P] item 3: the first run asks up to 8 link statuses at once; the events keep DCMI's chip order", async () => {
+    const waiting: { phy: number; answer: (s: 'DOWN') => void }[] = [];
+    let most = 0;
+    const query = (phy: number): Promise<'DOWN'> =>
+      new Promise((answer) => {
+        waiting.push({ phy, answer });
+        most = Math.max(most, waiting.length);
+      });
+    const link = new LinkLimiter({ clock: new FakeClock(), query });
+    const r = rig({ link }, 12);
+    const run = r.comp.run(false);
+    await new Promise((resolve) => setImmediate(resolve));
+    // answered last first: chip 7's answer arrives before chip 0's
+    while (waiting.length > 0) {
+      waiting.pop()!.answer('DOWN');
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await run;
+    expect([most, r.batches.flat().map((e) => e.logicId)]).toEqual([8, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]]);
+  });
 });
 
 describe('D.5 card drop', () => {
