@@ -135,14 +135,22 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
 
     steps.step('health monitor first pass');
     state.start();
+    // 7. Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1). They need
+    // nothing of the health pass, so both run at once (issue [P] item 3); the outcome is awaited below.
+    const nodeSetUp = api
+      ? kube.setUpNode().then(
+          () => undefined,
+          (err: unknown) => ({ err }),
+        )
+      : undefined;
     await health.start(); // before registering with kubelet: the first list is DCMI's truth
     kube.start();
     pods.start();
     draApi.start(); // in the background: the slices do not wait for the Node's labels
-    if (api) {
-      // 7. Spec A.2 step 5.7: the node's labels and annotations; failing after its tries is fatal (exit 1).
+    if (nodeSetUp) {
       steps.step('node labels and annotations');
-      await kube.setUpNode();
+      const failed = await nodeSetUp;
+      if (failed) throw failed.err;
     }
     // 8. The reset layer, once the Node's labels are known (server-usage, hot-reset §1.3).
     const reset = wireReset(ctx, { hw, store, api, pods, kube, policy });
