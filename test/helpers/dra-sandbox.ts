@@ -113,6 +113,19 @@ export class DraSandbox {
   }
 
   /** The devices of the agent's ResourceSlices in the stand-in, by name. */
+  /**
+   * The devices of the node's pool once the pool is complete (as a consumer reads it: every slice of the highest
+   * generation, as many as its `resourceSliceCount`), else undefined: the agent writes a pool of several slices
+   * (partitions) one slice at a time.
+   */
+  completePoolDevices(): Map<string, NonNullable<ResourceSlice['spec']['devices']>[number]> | undefined {
+    const slices = this.sb.api.store.list(RESOURCE_SLICES, undefined, [], []) as unknown as ResourceSlice[];
+    const generation = Math.max(...slices.map((x) => x.spec.pool.generation));
+    const current = slices.filter((x) => x.spec.pool.generation === generation);
+    if (current.length === 0 || current.length !== current[0]!.spec.pool.resourceSliceCount) return undefined;
+    return new Map(current.flatMap((x) => x.spec.devices ?? []).map((d) => [d.name, d]));
+  }
+
   sliceDevices(): Map<string, NonNullable<ResourceSlice['spec']['devices']>[number]> {
     const slices = this.sb.api.store.list(RESOURCE_SLICES, undefined, [], []) as unknown as ResourceSlice[];
     return new Map(slices.flatMap((s) => s.spec.devices ?? []).map((d) => [d.name, d]));

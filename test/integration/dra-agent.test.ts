@@ -133,10 +133,7 @@ describe('issue [DRA] items 2-3: the agent publishes its ResourceSlices', () => 
   test('-deviceApi=dra: every chip in the node’s pool; a fault taints its device; recovery lifts the taint', async () => {
     s = await DraSandbox.create();
     await s.start('dra');
-    const devices = await until(() => {
-      const d = s!.sliceDevices();
-      return d.size > 0 ? d : undefined;
-    }, 'the agent’s slices');
+    const devices = await until(() => s!.completePoolDevices(), 'the agent’s pool, every slice of it');
     expect([...devices.keys()].filter((n) => /^ascend910-\d$/.test(n)).sort()).toEqual(
       [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ascend910-${i}`),
     );
