@@ -1,14 +1,14 @@
 /**
- * The kubelet's DRA plugin APIs at Kubernetes 1.37 (real-cluster.md, issue [DRA] item 1), loaded at run time from
- * `proto/` with the loader options of `gen:proto:dra`: plugin registration `pluginregistration` (the plugin watcher
- * of `<root-dir>/plugins_registry`), `DRAPlugin` v1 (NodePrepareResources / NodeUnprepareResources) and
- * `DRAResourceHealth` v1 (NodeWatchResources, KEP-4680). The names kubelet checks are constants here.
+ * The kubelet's DRA plugin APIs at Kubernetes 1.37 (real-cluster.md, issue [DRA] item 1), built from the JSON
+ * descriptors of src/generated/descriptors.ts (`npm run gen:descriptors` from `proto/`) with the loader options of
+ * `gen:proto:dra`: plugin registration `pluginregistration` (the plugin watcher of `<root-dir>/plugins_registry`),
+ * `DRAPlugin` v1 (NodePrepareResources / NodeUnprepareResources) and `DRAResourceHealth` v1 (NodeWatchResources,
+ * KEP-4680). The names kubelet checks are constants here.
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import path from 'node:path';
 import { DRA_DRIVER } from '../core/dra-devices.js';
-import { PROJECT_ROOT } from '../core/paths.js';
+import { DRA_DESCRIPTOR, DRA_HEALTH_DESCRIPTOR, REGISTRATION_DESCRIPTOR } from '../generated/descriptors.js';
 import type { ProtoGrpcType as DraProto } from '../generated/dra/api.js';
 import type { ProtoGrpcType as DraHealthProto } from '../generated/drahealth/api.js';
 import type { ProtoGrpcType as RegistrationProto } from '../generated/pluginregistration/api.js';
@@ -29,10 +29,6 @@ export const REGISTRATION_SOCKET = `${DRA_DRIVER}-reg.sock`;
 /** The driver's service socket `<plugins dir>/<driver>/dra.sock` (kubeletplugin's default). */
 export const DRA_SOCKET = 'dra.sock';
 
-export const DRA_PROTO = path.join(PROJECT_ROOT, 'proto', 'dra', 'v1', 'api.proto');
-export const DRA_HEALTH_PROTO = path.join(PROJECT_ROOT, 'proto', 'dra-health', 'v1', 'api.proto');
-export const REGISTRATION_PROTO = path.join(PROJECT_ROOT, 'proto', 'pluginregistration', 'v1', 'api.proto');
-
 /** The loaded DRA v1 package. */
 export type DraPackage = DraProto['k8s']['io']['kubelet']['pkg']['apis']['dra']['v1'];
 /** The loaded dra-health v1 package. */
@@ -47,12 +43,13 @@ export interface DraProtos {
   readonly registration: RegistrationPackage;
 }
 
-/** Parses the three files. */
+/** Builds the three packages. */
 export function loadDraProtos(): DraProtos {
-  const load = <T>(file: string): T => grpc.loadPackageDefinition(protoLoader.loadSync(file, LOADER_OPTIONS)) as T;
+  const load = <T>(json: Record<string, unknown>): T =>
+    grpc.loadPackageDefinition(protoLoader.fromJSON(json, LOADER_OPTIONS)) as T;
   return {
-    dra: load<DraProto>(DRA_PROTO).k8s.io.kubelet.pkg.apis.dra.v1,
-    health: load<DraHealthProto>(DRA_HEALTH_PROTO).v1,
-    registration: load<RegistrationProto>(REGISTRATION_PROTO).pluginregistration,
+    dra: load<DraProto>(DRA_DESCRIPTOR).k8s.io.kubelet.pkg.apis.dra.v1,
+    health: load<DraHealthProto>(DRA_HEALTH_DESCRIPTOR).v1,
+    registration: load<RegistrationProto>(REGISTRATION_DESCRIPTOR).pluginregistration,
   };
 }
