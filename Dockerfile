@@ -28,6 +28,7 @@ COPY package.json package-lock.json binding.gyp tsconfig.json tsconfig.build.jso
 COPY native ./native
 COPY proto ./proto
 COPY src ./src
+COPY scripts ./scripts
 COPY test/fixtures/native ./test/fixtures/native
 # The README's production install: the full install builds the addon and dist/, then the dev dependencies go.
 RUN prefix="$(dirname "$(dirname "$(command -v node)")")" \

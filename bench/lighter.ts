@@ -84,6 +84,17 @@ function baselineAgent(log: (line: string) => void): { agentJs: string; ref: str
       stdio: 'inherit',
     },
   );
+  // a baseline from after the start-up bundle is built as `npm run build` builds it (tsc, then the bundle)
+  if (fs.existsSync(path.join(dir, 'scripts', 'bundle-agent.ts'))) {
+    execFileSync(
+      process.execPath,
+      [path.join(PROJECT_ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/bundle-agent.ts'],
+      {
+        cwd: dir,
+        stdio: 'inherit',
+      },
+    );
+  }
   return { agentJs, ref: `${ref} ${sha.slice(0, 7)}` };
 }
 

@@ -1,13 +1,15 @@
 /**
  * The agent's module graph stays small (idle RSS budget, bench/README.md): `dist/cli/agent.js` must not load
  * client-node's index (every generated model and API, ≈ 60 MiB) nor the simulator. Checked with a resolve hook that
- * records every module the program loads.
+ * records every file the program loads; `dist/cli/agent.js` is a bundle (scripts/bundle-agent.ts), so each bundle
+ * file it loads stands for the modules in it (`dist/agent-chunks/inputs.json`, written with the bundle).
  */
 import { describe, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 
 const HOOKS = `
@@ -20,6 +22,14 @@ export async function resolve(specifier, context, next) {
 const REGISTER = `
 import { register } from 'node:module';
 register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));`;
+
+/** The modules in each bundle file, by the file's URL. */
+function bundleInputs(): Map<string, string[]> {
+  const file = path.join(PROJECT_ROOT, 'dist', 'agent-chunks', 'inputs.json');
+  const inputs = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string[]>;
+  const url = (p: string): string => pathToFileURL(path.join(PROJECT_ROOT, p)).href;
+  return new Map(Object.entries(inputs).map(([out, ins]) => [url(out), ins.map(url)]));
+}
 
 /** Runs dist/cli/agent.js up to runAgent (it stops at DCMI: exit 3) and returns what it printed and every module it loaded. */
 function agentModules(): { stdout: string; urls: string[] } {
@@ -36,9 +46,10 @@ function agentModules(): { stdout: string; urls: string[] } {
     ],
     { env: { PATH: process.env.PATH, MODULE_LOG: log, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
   );
-  const urls = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  const loaded = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean);
   fs.rmSync(path.dirname(log), { recursive: true, force: true });
-  return { stdout: r.stdout, urls };
+  const inBundle = bundleInputs();
+  return { stdout: r.stdout, urls: [...new Set(loaded.flatMap((u) => inBundle.get(u) ?? [u]))] };
 }
 
 describe('agent module graph', () => {
