@@ -202,15 +202,23 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const [os, { createLogger }, prom, { FaultCenter, faultCenterReadiness }, publicFault, { startObservabilityServer }] =
-    await Promise.all([
-      import('node:os'),
-      import('../observability/logger.js'),
-      import('prom-client'),
-      import('../cluster/fault-center.js'),
-      import('../cluster/public-fault/index.js'),
-      import('../observability/http-server.js'),
-    ]);
+  const [
+    os,
+    { createLogger },
+    prom,
+    { collectNodeMetrics, EventLoopDelay },
+    { FaultCenter, faultCenterReadiness },
+    publicFault,
+    { startObservabilityServer },
+  ] = await Promise.all([
+    import('node:os'),
+    import('../observability/logger.js'),
+    import('prom-client'),
+    import('../observability/node-metrics.js'),
+    import('../cluster/fault-center.js'),
+    import('../cluster/public-fault/index.js'),
+    import('../observability/http-server.js'),
+  ]);
   // The agent's log format (src/observability/logger.ts): level names, ISO time, pid and the program's name.
   const log = createLogger({ logLevel: flags.logLevel as LogLevelName, logFile: '', name: 'ascend-fault-center' });
   run.log = log;
@@ -238,7 +246,9 @@ async function main(): Promise<void> {
     return;
   }
   const registry = new prom.Registry();
-  prom.collectDefaultMetrics({ register: registry });
+  // prom-client's default series with one event-loop monitor at 500 ms, not prom-client's own at 10 ms (100
+  // wake-ups a second of an idle center; src/observability/node-metrics.ts)
+  collectNodeMetrics(registry, new EventLoopDelay());
   // WIRING POINT of the public-fault service (issue [G] part 2): one instance, started and stopped with each
   // leadership term; its processor runs first in the chain (§0.2, §2.9).
   const publicFaults = publicFault.createPublicFaultService({

@@ -10,8 +10,7 @@
  * `process_resident_memory_bytes`, `nodejs_eventloop_lag_seconds`, ...; issue [J] item 3), so stock Node.js
  * dashboards find them; everything of the agent's own starts with `ascend_npu_agent_`.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { HealthObserver } from '../health/monitor.js';
 import type { ResetStatus } from '../reset/reset-runtime.js';
 import type { ResetEvent } from '../reset/types.js';
@@ -19,17 +18,10 @@ import type { NodeState, StateChange } from '../state/store.js';
 import { ChipMetrics } from './chip-metrics.js';
 import { ChipNames } from './chip-names.js';
 import { DraMetrics } from './dra-metrics.js';
+import { collectNodeMetrics, EventLoopDelay } from './node-metrics.js';
 import { ResetMetrics } from './reset-metrics.js';
 
 const PREFIX = 'ascend_npu_agent_';
-
-/**
- * Sampling period of the event-loop delay monitors, ms. Each monitor is a repeating libuv timer, i.e. one wake-up
- * of an otherwise idle process per period: prom-client's default (10 ms) plus ours at 20 ms made ~150 wake-ups/s,
- * the largest idle cost of the agent (issue [E] idle budget). A stall longer than this is always seen; a shorter
- * one only when a sample falls inside it.
- */
-export const EVENT_LOOP_RESOLUTION_MS = 100;
 
 export interface AgentMetricsOptions {
   /** Node.js process metrics (CPU, memory, GC) on the same registry, under their standard names. Default true. */
@@ -93,7 +85,8 @@ export class AgentMetrics {
   readonly dra: DraMetrics;
   /** The chips' labels, attached once DCMI has enumerated them. */
   readonly names = new ChipNames();
-  readonly #loop: IntervalHistogram;
+  /** The process's one event-loop delay monitor (node-metrics.ts), shared with the `nodejs_eventloop_lag_*` series. */
+  readonly #loop = new EventLoopDelay();
   readonly #now: () => number;
   #kubelet: KubeletRegistrationSource | undefined;
 
@@ -101,7 +94,7 @@ export class AgentMetrics {
     const registers = [registry];
     this.#now = options.nowSeconds ?? (() => Date.now() / 1000);
     if (options.defaultMetrics ?? true) {
-      collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_RESOLUTION_MS });
+      collectNodeMetrics(registry, this.#loop);
     }
     this.chipsByHealth = new Gauge({
       name: `${PREFIX}chips`,
@@ -169,16 +162,13 @@ export class AgentMetrics {
       labelNames: ['cause'],
       registers,
     });
-    this.#loop = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
-    this.#loop.enable();
     const loop = this.#loop;
     this.eventLoopLag = new Gauge({
       name: `${PREFIX}event_loop_lag_p99_seconds`,
       help: 'p99 event-loop delay since the previous scrape.',
       registers,
       collect() {
-        this.set(loop.percentile(99) / 1e9);
-        loop.reset();
+        this.set(loop.snapshot().p99);
       },
     });
     this.registrations = new Counter({
@@ -290,7 +280,7 @@ export class AgentMetrics {
 
   /** Stops the event-loop sampler. */
   close(): void {
-    this.#loop.disable();
+    this.#loop.stop();
   }
 
   /** Hooks for the health monitor. */

@@ -73,7 +73,7 @@ describe('agent HTTP server: timeouts (issue 12 item 7)', () => {
       requestTimeout: 10_000,
       keepAliveTimeout: 5_000,
       idleTimeout: 15_000,
-      checkInterval: 1_000,
+      checkInterval: 5_000,
     });
     expect(httpLimits()).toEqual(DEFAULT_HTTP_LIMITS);
     expect(() => httpLimits({ maxConnections: 0 })).toThrow(
