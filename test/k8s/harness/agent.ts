@@ -75,8 +75,53 @@ export class ClusterAgent {
       .length;
   }
 
+  /** The agent's CDI folder under `-deviceApi=dra` (in its folder). */
+  get cdiDir(): string {
+    return path.join(this.dir, 'cdi');
+  }
+
   /** Starts the agent; resolves once it has registered `resource` with kubelet. */
   async start(extra: readonly string[] = [], resource = 'huawei.com/Ascend910', timeoutMs = 30_000): Promise<void> {
+    const p = this.#spawn(extra, {});
+    await pollUntil(
+      () => {
+        if (p.child.exitCode !== null) throw new PollAbort(`the agent exited (${p.child.exitCode})`);
+        return this.registrations(resource) > 0;
+      },
+      `the agent's registration of ${resource}`,
+      timeoutMs,
+      () => `--- agent stderr:\n${p.stderr.slice(-4000)}\n--- agent stdout:\n${p.stdout.slice(-4000)}`,
+    );
+  }
+
+  /**
+   * Starts the agent with `-deviceApi=dra` on kubelet's plugin folders and {@link cdiDir}; resolves once kubelet has
+   * registered the DRA driver. `env` adds to the agent's environment, `scenario` replaces the mock's scenario file.
+   */
+  async startDra(o: { env?: Readonly<Record<string, string>>; scenario?: string } = {}): Promise<AgentProcess> {
+    const root = this.cluster.kubeletRootDir;
+    const flags = [
+      '-deviceApi=dra',
+      `-kubeletPluginsDir=${path.join(root, 'plugins')}`,
+      `-kubeletRegistryDir=${path.join(root, 'plugins_registry')}`,
+      `-cdiDir=${this.cdiDir}`,
+    ];
+    const p = this.#spawn(flags, { ...(o.scenario ? { ASCEND_MOCK_SCENARIO: o.scenario } : {}), ...o.env });
+    await pollUntil(
+      () => {
+        if (p.child.exitCode !== null) throw new PollAbort(`the agent exited (${p.child.exitCode})`);
+        return p.logs().some((l) => l.msg === 'registered with kubelet (DRA)');
+      },
+      'kubelet registering the DRA driver',
+      30_000,
+      () =>
+        `--- agent:\n${p.stdout.slice(-3000)}\n${p.stderr.slice(-2000)}\n--- kubelet:\n${this.cluster.tail('kubelet', 20)}`,
+    );
+    return p;
+  }
+
+  /** Spawns the agent with {@link flags}`(extra)`, the sandbox's environment and `env` on top; one at a time. */
+  #spawn(extra: readonly string[], env: Readonly<Record<string, string>>): AgentProcess {
     if (this.process && this.process.child.exitCode === null && this.process.child.signalCode === null) {
       throw new Error('the agent already runs');
     }
@@ -91,20 +136,12 @@ export class ClusterAgent {
         // spec L.5: never the host's containerd
         CONTAINERD_ADDRESS: path.join(this.dir, 'containerd.sock'),
         ...this.env,
+        ...env,
       },
     });
     this.cluster.own(child);
-    const p = new AgentProcess(child);
-    this.process = p;
-    await pollUntil(
-      () => {
-        if (p.child.exitCode !== null) throw new PollAbort(`the agent exited (${p.child.exitCode})`);
-        return this.registrations(resource) > 0;
-      },
-      `the agent's registration of ${resource}`,
-      timeoutMs,
-      () => `--- agent stderr:\n${p.stderr.slice(-4000)}\n--- agent stdout:\n${p.stdout.slice(-4000)}`,
-    );
+    this.process = new AgentProcess(child);
+    return this.process;
   }
 
   /** Stops the agent with SIGTERM (SIGKILL after 15 s). */

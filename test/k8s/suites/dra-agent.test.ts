@@ -11,7 +11,6 @@
  * - the agent killed during NodePrepare leaves no claim half prepared.
  * One cluster and one agent for the file (CI time); each test deletes what it made.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
@@ -21,11 +20,11 @@ import { DRA_DRIVER } from '../../../src/core/dra-devices.js';
 import { PROJECT_ROOT } from '../../../src/core/paths.js';
 import type { ResourceClaim, ResourceSlice } from '../../../src/dra/dra-types.js';
 import { ANNOTATION_ASCEND_REAL } from '../../../src/kube/pod-annotator.js';
-import { AGENT_JS, AgentProcess } from '../../helpers/agent-process.js';
+import type { AgentProcess } from '../../helpers/agent-process.js';
 import { makeCharDevices, MAJOR, mknod } from '../../dra/helpers.js';
 import { ClusterAgent } from '../harness/agent.js';
 import { Cluster } from '../harness/cluster.js';
-import { PollAbort, pollUntil } from '../harness/component.js';
+import { pollUntil } from '../harness/component.js';
 
 const NS = 'default';
 const WHOLE = 'ascend910.npu.huawei.com';
@@ -41,7 +40,7 @@ const active = new Set<number>();
 let cluster: Cluster;
 let agent: ClusterAgent;
 
-const cdiDir = (): string => path.join(agent.dir, 'cdi');
+const cdiDir = (): string => agent.cdiDir;
 
 /** 910b-8chip with the 10-core template of the partition class, so NodePrepare can create those vNPUs. */
 function vnpuScenario(): string {
@@ -54,45 +53,7 @@ function vnpuScenario(): string {
 let scenario = '';
 
 /** Starts the agent with `-deviceApi=dra` on kubelet's folders; resolves once kubelet registered it. */
-async function startAgent(env: Record<string, string> = {}): Promise<AgentProcess> {
-  const root = cluster.kubeletRootDir;
-  const child = spawn(
-    process.execPath,
-    [
-      AGENT_JS,
-      ...agent.flags([
-        '-deviceApi=dra',
-        `-kubeletPluginsDir=${path.join(root, 'plugins')}`,
-        `-kubeletRegistryDir=${path.join(root, 'plugins_registry')}`,
-        `-cdiDir=${cdiDir()}`,
-      ]),
-    ],
-    {
-      env: {
-        PATH: process.env.PATH,
-        NODE_NAME: cluster.nodeName,
-        ASCEND_MOCK_SCENARIO: scenario,
-        ASCEND_MOCK_CONTROL: agent.control,
-        CONTAINERD_ADDRESS: path.join(agent.dir, 'containerd.sock'),
-        ...env,
-      },
-    },
-  );
-  cluster.own(child);
-  const p = new AgentProcess(child);
-  agent.process = p;
-  await pollUntil(
-    () => {
-      if (p.child.exitCode !== null) throw new PollAbort(`the agent exited (${p.child.exitCode})`);
-      return p.logs().some((l) => l.msg === 'registered with kubelet (DRA)');
-    },
-    'kubelet registering the DRA driver',
-    30_000,
-    () =>
-      `--- agent:\n${p.stdout.slice(-3000)}\n${p.stderr.slice(-2000)}\n--- kubelet:\n${cluster.tail('kubelet', 20)}`,
-  );
-  return p;
-}
+const startAgent = (env: Record<string, string> = {}): Promise<AgentProcess> => agent.startDra({ env, scenario });
 
 async function json<T>(args: readonly string[]): Promise<T> {
   return JSON.parse(await cluster.kubectl([...args, '-o', 'json'])) as T;

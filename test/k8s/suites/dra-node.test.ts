@@ -11,18 +11,17 @@
  * test/k8s/suites/dra-agent.test.ts). One cluster and one DeviceClass for the file; each test makes its own claim
  * and pod and deletes them.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type * as k8s from '@kubernetes/client-node';
 import { DRA_CRASH_ENV } from '../../../src/agent/wire-dra.js';
 import { DRA_DRIVER as DRIVER_NAME } from '../../../src/core/dra-devices.js';
-import { AGENT_JS, AgentProcess } from '../../helpers/agent-process.js';
+import type { AgentProcess } from '../../helpers/agent-process.js';
 import { makeCharDevices, MAJOR } from '../../dra/helpers.js';
 import { ClusterAgent } from '../harness/agent.js';
 import { Cluster } from '../harness/cluster.js';
-import { PollAbort, pollUntil } from '../harness/component.js';
+import { pollUntil } from '../harness/component.js';
 
 /** A RestartRequest code without a FaultFrequency rule (faultCode.json, faultCustomization.json). */
 const RESTART_REQUEST = '80C98002';
@@ -30,44 +29,10 @@ let cluster: Cluster;
 let agent: ClusterAgent;
 
 /** The agent's CDI folder (in its sandbox folder). */
-function cdiDir(): string {
-  return path.join(agent.dir, 'cdi');
-}
+const cdiDir = (): string => agent.cdiDir;
 
 /** Starts the agent with `-deviceApi=dra` on kubelet's folders; resolves once kubelet registered it. */
-async function startAgent(env: Record<string, string> = {}): Promise<AgentProcess> {
-  const root = cluster.kubeletRootDir;
-  const flags = agent.flags([
-    '-deviceApi=dra',
-    `-kubeletPluginsDir=${path.join(root, 'plugins')}`,
-    `-kubeletRegistryDir=${path.join(root, 'plugins_registry')}`,
-    `-cdiDir=${cdiDir()}`,
-  ]);
-  const child = spawn(process.execPath, [AGENT_JS, ...flags], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_NAME: cluster.nodeName,
-      ASCEND_MOCK_SCENARIO: agent.scenario,
-      ASCEND_MOCK_CONTROL: agent.control,
-      CONTAINERD_ADDRESS: path.join(agent.dir, 'containerd.sock'),
-      ...env,
-    },
-  });
-  cluster.own(child);
-  const p = new AgentProcess(child);
-  agent.process = p;
-  await pollUntil(
-    () => {
-      if (p.child.exitCode !== null) throw new PollAbort(`the agent exited (${p.child.exitCode})`);
-      return p.logs().some((l) => l.msg === 'registered with kubelet (DRA)');
-    },
-    'kubelet registering the DRA driver',
-    30_000,
-    () =>
-      `--- agent:\n${p.stdout.slice(-3000)}\n${p.stderr.slice(-2000)}\n--- kubelet:\n${cluster.tail('kubelet', 20)}`,
-  );
-  return p;
-}
+const startAgent = (env: Record<string, string> = {}): Promise<AgentProcess> => agent.startDra({ env });
 
 async function apply(obj: Record<string, unknown>): Promise<void> {
   await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(obj));
