@@ -61,7 +61,7 @@ export interface LighterResult {
 }
 
 /** The baseline build's `agent.js`: given, or exported from `ref` and compiled once into the temp folder. */
-function baselineAgent(log: (line: string) => void): { agentJs: string; ref: string } {
+export function baselineAgent(log: (line: string) => void): { agentJs: string; ref: string } {
   if (process.env.BENCH_BASELINE_JS) return { agentJs: process.env.BENCH_BASELINE_JS, ref: 'BENCH_BASELINE_JS' };
   const ref = process.env.BENCH_BASELINE_REF ?? 'main';
   const git = (...args: string[]): string => execFileSync('git', args, { cwd: PROJECT_ROOT, encoding: 'utf8' }).trim();

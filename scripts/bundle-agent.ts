@@ -15,16 +15,20 @@
 // in the agent's own thread).
 //
 // Run by `npm run build` after tsc; running it twice without tsc in between is refused (it would bundle a bundle).
-import { build } from 'esbuild';
+import { build, transform, type Metafile } from 'esbuild';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
 const entry = path.join(dist, 'cli', 'agent.js');
 const chunks = path.join(dist, 'agent-chunks');
 const MARK = '// bundled by scripts/bundle-agent.ts';
+const BANNER = `${MARK}\nimport { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);`;
+/** The module whose chunk is compiled from a V8 code cache (src/cli/code-cache.ts). */
+const ROOT_MODULE = 'dist/agent/run-agent.js';
 
 const source = fs.readFileSync(entry, 'utf8');
 if (source.includes(MARK)) {
@@ -47,9 +51,7 @@ const result = await build({
   platform: 'node',
   target: 'node20',
   // CommonJS packages call `require` for Node's built-ins; an ES module has none of its own
-  banner: {
-    js: `${MARK}\nimport { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);`,
-  },
+  banner: { js: BANNER },
   // the addon is loaded by path at run time (src/dcmi/bindings.ts)
   external: ['*.node'],
   allowOverwrite: true,
@@ -76,9 +78,106 @@ const inputs = Object.fromEntries(
   ]),
 );
 fs.writeFileSync(path.join(chunks, 'inputs.json'), `${JSON.stringify(inputs, null, 1)}\n`);
+
+/**
+ * The composition root's chunk as a script compiled from a V8 code cache (src/cli/code-cache.ts): its CommonJS form
+ * wrapped in a function, an ES-module stub under the chunk's own name (its importers stay as they are) and the cache,
+ * made by running the script in a `node` with the `#!` line's V8 flags.
+ */
+async function cacheRootChunk(meta: Metafile): Promise<string> {
+  const found = Object.entries(meta.outputs).filter(
+    ([file, o]) => file.endsWith('.js') && (o.inputs[ROOT_MODULE]?.bytesInOutput ?? 0) > 0,
+  );
+  if (found.length !== 1) throw new Error(`bundle-agent: ${found.length} chunks hold ${ROOT_MODULE}, expected 1`);
+  const [file, out] = found[0]!;
+  const chunkPath = path.join(root, file);
+  const name = path.basename(file, '.js');
+  const original = fs.readFileSync(chunkPath, 'utf8');
+  if (!original.startsWith(BANNER)) throw new Error(`bundle-agent: ${file} does not start with the banner`);
+  // the chunk's source map, inline, so that esbuild maps the script back to dist/ (and so to src/)
+  const map = fs.readFileSync(`${chunkPath}.map`);
+  const body = original
+    .slice(BANNER.length)
+    .replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '')
+    .concat(`\n//# sourceMappingURL=data:application/json;base64,${map.toString('base64')}\n`);
+  const cjs = await transform(body, {
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    minifyWhitespace: true,
+    define: { 'import.meta.url': '__chunkUrl' },
+    sourcemap: 'external',
+    sourcefile: path.basename(chunkPath),
+    logLevel: 'warning',
+  });
+  const dynamic = out.imports.filter((i) => i.kind === 'dynamic-import').map((i) => path.basename(i.path));
+  // the chunk's own import() calls load sibling chunks through the stub's loader (relative to the chunk's URL)
+  const code = cjs.code.replace(/\bimport\("\.\/([^"]+)"\)/g, (all, target: string) => {
+    if (!dynamic.includes(target)) throw new Error(`bundle-agent: ${file}: unexpected ${all}`);
+    return `__chunkImport("./${target}")`;
+  });
+  if (/\bimport\s*\(/.test(code.replace(/"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`/g, '""'))) {
+    throw new Error(`bundle-agent: ${file} has an import() the script form cannot serve`);
+  }
+  const script = `${name}.script.js`;
+  const cache = `${name}.script.cache`;
+  // one line before the code: the map's lines move by one (its "mappings" start with one ";")
+  fs.writeFileSync(
+    path.join(chunks, script),
+    `(function(require,module,exports,__chunkUrl,__chunkImport){\n${code}})\n//# sourceMappingURL=${script}.map\n`,
+  );
+  const scriptMap = JSON.parse(cjs.map) as { mappings: string };
+  scriptMap.mappings = `;${scriptMap.mappings}`;
+  fs.writeFileSync(path.join(chunks, `${script}.map`), JSON.stringify(scriptMap));
+  const deps = out.imports
+    .filter((i) => i.kind === 'import-statement' && !i.external)
+    .map((i) => path.basename(i.path));
+  const spec = (d: string): string => JSON.stringify(`./${d}`);
+  const exportsOf = out.exports;
+  const chunkOptions = (url: string, depNames: string): string =>
+    `{url:${url},script:${JSON.stringify(script)},cache:${JSON.stringify(cache)},deps:{${depNames}}}`;
+  const depNames = deps.map((d, i) => `${spec(d)}:d${i}`).join(',');
+  const stub = [
+    MARK,
+    `// ${file}: the stub of ${script}, compiled from ${cache} when V8 accepts it (src/cli/code-cache.ts)`,
+    ...deps.map((d, i) => `import * as d${i} from ${spec(d)};`),
+    `import { runCachedScript } from '../cli/code-cache.js';`,
+    `const m = runCachedScript(${chunkOptions('import.meta.url', depNames)});`,
+    `export const { ${exportsOf.join(', ')} } = m;`,
+    '',
+  ].join('\n');
+  fs.writeFileSync(chunkPath, stub);
+  fs.rmSync(`${chunkPath}.map`, { force: true });
+  // the cache, made under the agent's V8 flags (V8 refuses a cache made under others)
+  const flags = source
+    .split('\n', 1)[0]!
+    .replace(/^#!.*?\bnode\b/, '')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean);
+  const chunkUrl = pathToFileURL(chunkPath).href;
+  const depUrl = (d: string): string => JSON.stringify(new URL(`./${d}`, chunkUrl).href);
+  const maker = [
+    `import fs from 'node:fs';`,
+    ...deps.map((d, i) => `import * as d${i} from ${depUrl(d)};`),
+    `import { makeCodeCache } from ${JSON.stringify(pathToFileURL(path.join(dist, 'cli', 'code-cache.js')).href)};`,
+    `const { data, exports } = makeCodeCache(${chunkOptions(JSON.stringify(chunkUrl), depNames)});`,
+    `const missing = ${JSON.stringify(exportsOf)}.filter((e) => exports[e] === undefined);`,
+    `if (missing.length > 0) { console.error('bundle-agent: the script does not export ' + missing.join(', ')); process.exit(1); }`,
+    `fs.writeFileSync(${JSON.stringify(path.join(chunks, cache))}, data);`,
+    `process.exit(0);`,
+  ].join('\n');
+  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', maker], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (r.status !== 0) throw new Error(`bundle-agent: making the code cache of ${file} failed (status ${r.status})`);
+  const cacheBytes = fs.statSync(path.join(chunks, cache)).size;
+  return `${file} compiled from a ${(cacheBytes / 1e6).toFixed(1)} MB code cache (node ${flags.join(' ')})`;
+}
+const cached = await cacheRootChunk(result.metafile);
 const bytes = outputs.reduce((a, [, o]) => a + o.bytes, 0);
 const maps = Object.entries(result.metafile.outputs).reduce((a, [f, o]) => a + (f.endsWith('.map') ? o.bytes : 0), 0);
 console.log(
   `bundle-agent: dist/cli/agent.js and ${outputs.length - 1} chunks in dist/agent-chunks, ${(bytes / 1e6).toFixed(1)} MB ` +
-    `(source maps ${(maps / 1e6).toFixed(1)} MB)`,
+    `(source maps ${(maps / 1e6).toFixed(1)} MB); ${cached}`,
 );

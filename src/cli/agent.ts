@@ -16,11 +16,13 @@
  * `stop()`; a second signal aborts `hurry` (the shutdown stops waiting for the ConfigMap and Event queues); a last
  * resort exits 0 at {@link SHUTDOWN_BOUND_MS} whatever still runs.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { AgentHandle } from '../agent/run-agent.js';
 import { errorMessage } from '../core/errors.js';
 import { LogFileError, createLogger, openRotatingLog } from '../observability/logger.js';
 import { agentUsage, effectiveConfig, parseAgentArgs } from './agent-flags.js';
+import { CODE_CACHE_CHANNEL } from './code-cache.js';
 import { packageVersion } from './common.js';
 
 const NAME = 'ascend-npu-agent';
@@ -170,7 +172,11 @@ async function main(argv: string[]): Promise<number> {
     handle?.reregister('SIGHUP');
   });
 
+  // the bundle compiles the composition root from a V8 code cache; whether V8 took it (docs/operations.md "Start-up")
+  const onCodeCache = (outcome: unknown): void => log.debug({ codeCache: outcome }, 'composition root compiled');
+  subscribe(CODE_CACHE_CHANNEL, onCodeCache);
   const { AgentStartError, AgentStoppedError, runAgent } = await import('../agent/run-agent.js');
+  unsubscribe(CODE_CACHE_CHANNEL, onCodeCache);
   try {
     handle = await runAgent(config, {
       logger: log,

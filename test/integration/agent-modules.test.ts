@@ -2,7 +2,8 @@
  * The agent's module graph stays small (idle RSS budget, bench/README.md): `dist/cli/agent.js` must not load
  * client-node's index (every generated model and API, ≈ 60 MiB) nor the simulator. Checked with a resolve hook that
  * records every file the program loads; `dist/cli/agent.js` is a bundle (scripts/bundle-agent.ts), so each bundle
- * file it loads stands for the modules in it (`dist/agent-chunks/inputs.json`, written with the bundle).
+ * file it loads stands for the modules in it (`dist/agent-chunks/inputs.json`, written with the bundle). The
+ * composition root's chunk is compiled from the V8 code cache the build made (src/cli/code-cache.ts).
  */
 import { describe, expect, test } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { shebangNodeArgs } from '../helpers/idle-figures.js';
 
 const HOOKS = `
 import fs from 'node:fs';
@@ -29,6 +31,20 @@ function bundleInputs(): Map<string, string[]> {
   const inputs = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string[]>;
   const url = (p: string): string => pathToFileURL(path.join(PROJECT_ROOT, p)).href;
   return new Map(Object.entries(inputs).map(([out, ins]) => [url(out), ins.map(url)]));
+}
+
+const AGENT = path.join(PROJECT_ROOT, 'dist/cli/agent.js');
+
+/** How the agent compiled its composition root, from its debug log (up to runAgent, which stops at DCMI: exit 3). */
+function codeCacheOutcome(nodeArgs: readonly string[]): { status: number | null; state: unknown; reason: unknown } {
+  const r = spawnSync(
+    process.execPath,
+    [...nodeArgs, AGENT, '-logFile=', '-logLevel=-1', '-dcmiLibrary=/nonexistent/libdcmi.so'],
+    { env: { PATH: process.env.PATH, NODE_NAME: 'modules-node' }, encoding: 'utf8' },
+  );
+  const lines = r.stdout.split('\n').filter((l) => l.includes('"codeCache"'));
+  const o = lines.map((l) => (JSON.parse(l) as { codeCache: { state: string; reason?: string } }).codeCache);
+  return { status: r.status, state: o.map((x) => x.state), reason: o[0]?.reason };
 }
 
 /** Runs dist/cli/agent.js up to runAgent (it stops at DCMI: exit 3) and returns what it printed and every module it loaded. */
@@ -75,5 +91,21 @@ describe('agent module graph', () => {
       urls.some((u) => u.endsWith('/dist/observability/logger.js')),
       urls.filter((u) => u.includes('/pino-roll/') || u.includes('/date-fns/')),
     ]).toEqual([true, []]);
+  });
+
+  test("issue [P] item 3: with the #! line's V8 flags the composition root compiles from the build's code cache", () => {
+    const args = shebangNodeArgs(AGENT);
+    expect(args.length).toBeGreaterThan(0);
+    expect(codeCacheOutcome(args)).toEqual({ status: 3, state: ['used'], reason: undefined });
+  });
+
+  test('issue [P] item 3: under other V8 flags V8 refuses the cache and the agent compiles the source instead', () => {
+    // the cache was made under the #! line's flags; --v8-pool-size is part of V8's flag hash
+    const r = codeCacheOutcome(['--v8-pool-size=3']);
+    expect([r.status, r.state, String(r.reason)]).toEqual([
+      3,
+      ['rejected'],
+      'V8 refused the cache (another Node or V8 version, or other V8 flags)',
+    ]);
   });
 });
