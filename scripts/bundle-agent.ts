@@ -77,6 +77,7 @@ const inputs = Object.fromEntries(
       .sort(),
   ]),
 );
+const cached = await cacheRootChunk(result.metafile);
 fs.writeFileSync(path.join(chunks, 'inputs.json'), `${JSON.stringify(inputs, null, 1)}\n`);
 
 /**
@@ -94,20 +95,21 @@ async function cacheRootChunk(meta: Metafile): Promise<string> {
   const name = path.basename(file, '.js');
   const original = fs.readFileSync(chunkPath, 'utf8');
   if (!original.startsWith(BANNER)) throw new Error(`bundle-agent: ${file} does not start with the banner`);
-  // the chunk's source map, inline, so that esbuild maps the script back to dist/ (and so to src/)
-  const map = fs.readFileSync(`${chunkPath}.map`);
-  const body = original
-    .slice(BANNER.length)
-    .replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '')
-    .concat(`\n//# sourceMappingURL=data:application/json;base64,${map.toString('base64')}\n`);
+  // the chunk as esbuild wrote it stays beside the script as `<name>.module.js`, with its source map: the stub loads
+  // it instead of the script under --enable-source-maps (Node 20 maps no vm.Script's stack frames)
+  const moduleFile = `${name}.module.js`;
+  fs.writeFileSync(
+    path.join(chunks, moduleFile),
+    original.replace(/\/\/# sourceMappingURL=\S+\s*$/, `//# sourceMappingURL=${moduleFile}.map\n`),
+  );
+  fs.renameSync(`${chunkPath}.map`, path.join(chunks, `${moduleFile}.map`));
+  const body = original.slice(BANNER.length);
   const cjs = await transform(body, {
     format: 'cjs',
     platform: 'node',
     target: 'node20',
     minifyWhitespace: true,
     define: { 'import.meta.url': '__chunkUrl' },
-    sourcemap: 'external',
-    sourcefile: path.basename(chunkPath),
     logLevel: 'warning',
   });
   const dynamic = out.imports.filter((i) => i.kind === 'dynamic-import').map((i) => path.basename(i.path));
@@ -121,14 +123,10 @@ async function cacheRootChunk(meta: Metafile): Promise<string> {
   }
   const script = `${name}.script.js`;
   const cache = `${name}.script.cache`;
-  // one line before the code: the map's lines move by one (its "mappings" start with one ";")
   fs.writeFileSync(
     path.join(chunks, script),
-    `(function(require,module,exports,__chunkUrl,__chunkImport){\n${code}})\n//# sourceMappingURL=${script}.map\n`,
+    `(function(require,module,exports,__chunkUrl,__chunkImport){\n${code}})\n`,
   );
-  const scriptMap = JSON.parse(cjs.map) as { mappings: string };
-  scriptMap.mappings = `;${scriptMap.mappings}`;
-  fs.writeFileSync(path.join(chunks, `${script}.map`), JSON.stringify(scriptMap));
   const deps = out.imports
     .filter((i) => i.kind === 'import-statement' && !i.external)
     .map((i) => path.basename(i.path));
@@ -142,12 +140,14 @@ async function cacheRootChunk(meta: Metafile): Promise<string> {
     `// ${file}: the stub of ${script}, compiled from ${cache} when V8 accepts it (src/cli/code-cache.ts)`,
     ...deps.map((d, i) => `import * as d${i} from ${spec(d)};`),
     `import { runCachedScript } from '../cli/code-cache.js';`,
-    `const m = runCachedScript(${chunkOptions('import.meta.url', depNames)});`,
+    `// NODE_OPTIONS=--enable-source-maps: the ES-module form, whose stack frames Node maps to dist/ and src/`,
+    `const m = process.sourceMapsEnabled ? await import(${spec(moduleFile)}) :`,
+    `  runCachedScript(${chunkOptions('import.meta.url', depNames)});`,
     `export const { ${exportsOf.join(', ')} } = m;`,
     '',
   ].join('\n');
   fs.writeFileSync(chunkPath, stub);
-  fs.rmSync(`${chunkPath}.map`, { force: true });
+  inputs[path.join(path.dirname(file), moduleFile)] = inputs[file]!;
   // the cache, made under the agent's V8 flags (V8 refuses a cache made under others)
   const flags = source
     .split('\n', 1)[0]!
@@ -174,7 +174,6 @@ async function cacheRootChunk(meta: Metafile): Promise<string> {
   const cacheBytes = fs.statSync(path.join(chunks, cache)).size;
   return `${file} compiled from a ${(cacheBytes / 1e6).toFixed(1)} MB code cache (node ${flags.join(' ')})`;
 }
-const cached = await cacheRootChunk(result.metafile);
 const bytes = outputs.reduce((a, [, o]) => a + o.bytes, 0);
 const maps = Object.entries(result.metafile.outputs).reduce((a, [f, o]) => a + (f.endsWith('.map') ? o.bytes : 0), 0);
 console.log(

@@ -108,4 +108,9 @@ describe('agent module graph', () => {
       'V8 refused the cache (another Node or V8 version, or other V8 flags)',
     ]);
   });
+
+  test('issue [P] item 3: under --enable-source-maps the chunk loads as the ES module Node maps, not from the cache', () => {
+    const r = codeCacheOutcome(['--enable-source-maps', ...shebangNodeArgs(AGENT)]);
+    expect([r.status, r.state]).toEqual([3, []]);
+  });
 });
