@@ -8,6 +8,7 @@ import { errorMessage as message } from '../core/errors.js';
 import { PodAnnotationPasses } from '../kube/pod-annotation-passes.js';
 import { PodAnnotator, rankTableOf, type PodAnnotatorOptions, type RankChip } from '../kube/pod-annotator.js';
 import { PodResourcesClient } from '../kubelet/podresources-client.js';
+import { checkSocketPath } from '../kubelet/unix-socket.js';
 import type { AgentContext } from './context.js';
 import type { ApiLayer } from './wire-api.js';
 import type { DcmiLayer } from './wire-dcmi.js';
@@ -60,14 +61,17 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
   const { hw, pods } = d;
   const listeners: ((namespace: string, name: string) => void)[] = [];
   const cache = pods.cache;
-  let podResources: PodResourcesClient | undefined;
   try {
-    podResources = new PodResourcesClient(flags.podResourcesSocket);
+    checkSocketPath(flags.podResourcesSocket);
   } catch (err) {
     log.warn({ error: message(err) }, '-podResourcesSocket unusable: pods are not annotated');
+    return { pass: () => undefined, onAnnotated: () => undefined, stop: () => undefined };
   }
-  if (!podResources || !cache) return { pass: () => undefined, onAnnotated: () => undefined, stop: () => undefined };
-  const client = podResources;
+  if (!cache) return { pass: () => undefined, onAnnotated: () => undefined, stop: () => undefined };
+  // made at the first pass: the pod-resources proto it builds costs 15–45 ms that kubelet registration does not need
+  // (issue [P] item 3)
+  let podResources: PodResourcesClient | undefined;
+  const client = (): PodResourcesClient => (podResources ??= new PodResourcesClient(flags.podResourcesSocket));
   // spec L.6: kubelet knows the public resource and IDs; the annotator works on inner names and writes public ones
   const names = hw.names;
   const publicResource = names.resource(hw.resourceName);
@@ -85,7 +89,7 @@ export function wireAnnotator(ctx: AgentContext, d: AnnotatorDeps): AnnotatorLay
     resourceName: publicResource,
     deviceType: hw.deviceType,
     held: async () =>
-      (await client.devicesInUse(new Set([publicResource]))).map((p) =>
+      (await client().devicesInUse(new Set([publicResource]))).map((p) =>
         names.active ? { ...p, resourceName: hw.resourceName, deviceIds: p.deviceIds.map(names.inner) } : p,
       ),
     onAnnotated: (namespace, name) => {
