@@ -37,6 +37,9 @@ export { AgentStartError, AgentStoppedError, EXIT } from './errors.js';
 export type { AgentDeps } from './context.js';
 export { clientNodeBackend, loadKube, type KubeBackend } from './wire-api.js';
 
+/** How long a kubelet that is not there yet holds back the reset layer's start (step 9). */
+const RESET_AFTER_KUBELET_MS = 1000;
+
 /** The running agent. */
 export interface AgentHandle {
   /** The state store: the one snapshot every output projects. */
@@ -152,22 +155,36 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       const failed = await nodeSetUp;
       if (failed) throw failed.err;
     }
-    // 8. The reset layer, once the Node's labels are known (server-usage, hot-reset §1.3).
-    const reset = wireReset(ctx, { hw, store, api, pods, kube, policy });
-    obs.stateReady(store, reset);
     steps.step('kubelet directory and registration');
-    // 9. Kubelet (spec A.2 last step): wait for the directory, register every resource.
+    // 8. Kubelet (spec A.2 last step): wait for the directory, register every resource.
     const waitMs = deps.kubeletWaitTimeoutMs ?? flags.kubeletWaitTimeout * 1000;
     await dra.start(); // DRA first: kubelet may call NodePrepare at once, the device plugin waits for kubelet.sock
-    if (flags.deviceApi !== 'dra')
-      await kubelet.start(
-        pods.cache,
-        (reason) => deps.onFatal?.(reason),
-        waitMs,
-        pods.allocateEnvs,
-        api?.events,
-        api?.core,
-      );
+    const kubeletUp =
+      flags.deviceApi === 'dra'
+        ? Promise.resolve()
+        : kubelet.start(
+            pods.cache,
+            (reason) => deps.onFatal?.(reason),
+            waitMs,
+            pods.allocateEnvs,
+            api?.events,
+            api?.core,
+          );
+    // 9. The reset layer, once the Node's labels are known (server-usage, hot-reset §1.3) and kubelet has the device
+    // list: its start-up reads would share the event loop with the registration (issue [P] item 3). A kubelet that
+    // is not there yet holds it back at most RESET_AFTER_KUBELET_MS.
+    const kubeletFailed = await withTimeout(
+      kubeletUp.then(
+        () => false,
+        () => true,
+      ),
+      RESET_AFTER_KUBELET_MS,
+      false,
+    );
+    if (kubeletFailed) await kubeletUp; // its error
+    const reset = wireReset(ctx, { hw, store, api, pods, kube, policy });
+    obs.stateReady(store, reset);
+    await kubeletUp;
     const metricsPort = obs.port;
     steps.step('running');
     log.info(

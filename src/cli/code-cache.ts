@@ -123,13 +123,17 @@ export function runCachedScript(chunk: CachedChunk): Record<string, unknown> {
 }
 
 /**
- * Build time: compiles the chunk's script without a cache, runs its top-level code and returns V8's code cache,
- * functions compiled during the run included. Run it in a `node` with the agent's V8 flags (V8 refuses a cache made
- * under other flags).
+ * Build time: compiles the chunk's script without a cache, runs its top-level code, then `exercise` (start-up work
+ * whose functions the cache should hold too), and returns V8's code cache behind the script's SHA-256. Run it in a
+ * `node` with the agent's V8 flags (V8 refuses a cache made under other flags).
  */
-export function makeCodeCache(chunk: CachedChunk): { data: Buffer; exports: Record<string, unknown> } {
+export async function makeCodeCache(
+  chunk: CachedChunk,
+  exercise: (exports: Record<string, unknown>) => Promise<void> = () => Promise.resolve(),
+): Promise<{ data: Buffer; exports: Record<string, unknown> }> {
   const source = fs.readFileSync(fileURLToPath(new URL(chunk.script, chunk.url)));
   const script = compile(chunk, source, undefined);
   const exports = run(chunk, script);
+  await exercise(exports);
   return { data: Buffer.concat([sha256(source), script.createCachedData()]), exports };
 }

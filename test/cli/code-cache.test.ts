@@ -51,9 +51,9 @@ function runReporting(c: CachedChunk): { exports: Record<string, unknown>; outco
 }
 
 describe('code cache of the composition root (issue [P] item 3)', () => {
-  test('a cache made by makeCodeCache is used and the script runs with its deps and its URL', () => {
+  test('a cache made by makeCodeCache is used and the script runs with its deps and its URL', async () => {
     const c = chunk('made');
-    const made = makeCodeCache(c);
+    const made = await makeCodeCache(c);
     fs.writeFileSync(path.join(dir, c.cache), made.data);
     const { exports, outcomes } = runReporting(c);
     expect([exports.answer, exports.file, made.exports.answer]).toEqual([41, 'made.js', 41]);
@@ -68,13 +68,23 @@ describe('code cache of the composition root (issue [P] item 3)', () => {
     expect(outcomes.map((o) => o.state)).toEqual(['rejected']);
   });
 
-  test('a cache made for another script of the same length is refused, not run (V8 checks only the length)', () => {
+  test('a cache made for another script of the same length is refused, not run (V8 checks only the length)', async () => {
     const a = chunk('first');
-    fs.writeFileSync(path.join(dir, 'other.script.cache'), makeCodeCache(a).data);
+    fs.writeFileSync(path.join(dir, 'other.script.cache'), (await makeCodeCache(a)).data);
     const b = chunk('other');
     fs.writeFileSync(path.join(dir, b.script), fs.readFileSync(path.join(dir, b.script), 'utf8').replace('* 2', '* 3'));
     const { exports, outcomes } = runReporting(b);
     expect([exports.answer, outcomes.map((o) => o.state)]).toEqual([61, ['rejected']]);
+  });
+
+  test("makeCodeCache runs the start-up exercise on the script's exports before it takes the cache", async () => {
+    const c = chunk('exercised');
+    const seen: unknown[] = [];
+    await makeCodeCache(c, (exports) => {
+      seen.push(exports.answer);
+      return Promise.resolve();
+    });
+    expect(seen).toEqual([41]);
   });
 
   test('no cache file: a plain compile, reported absent with the read error', () => {
