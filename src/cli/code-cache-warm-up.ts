@@ -35,10 +35,10 @@ export async function warmUpKubeletExchange(exports: Record<string, unknown>): P
         call.write({ devices: [{ ID: 'Ascend910-0', health: 'Healthy' }] });
         call.end();
       },
-    } as unknown as Grpc.UntypedServiceImplementation);
+    });
     server.addService(dp.Registration.service, {
       Register: (_call: unknown, cb: (e: null, v: object) => void) => cb(null, {}),
-    } as unknown as Grpc.UntypedServiceImplementation);
+    });
     await new Promise<void>((resolve, reject) =>
       server.bindAsync(sock, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
     );
