@@ -12,12 +12,8 @@
  *   final state is read back from DCMI, and counts it).
  * - Batching: queued events leave as one batch per event-loop turn. The binding delivers each DCMI event as its own
  *   callback (Node runs microtasks after each), so the batch is flushed from `setImmediate`, which runs once after
- *   every callback of the loop's poll phase; a busy agent sends everything that arrived meanwhile as one batch.
- *   The first event of a turn is the exception (issue 28 item 5): it is flushed from a microtask, still inside the
- *   callback that delivered it, so its cycle runs in the poll phase and the HTTP/2 frame of the kubelet send
- *   (which Node writes from a native immediate of the next check phase) leaves in this turn, not one turn later
- *   behind that turn's timers and I/O. Events after it in the same turn join the `setImmediate` batch, so a storm
- *   costs at most one extra cycle per turn.
+ *   every callback of the loop's poll phase. An idle agent still sends a lone event on at once (the check phase
+ *   follows the poll phase of the same turn); a busy one sends everything that arrived meanwhile as one batch.
  *   Besides, while events keep arriving faster than that (the previous batch held more than one event), a batch
  *   that would follow the previous one within `coalesceWindowMs` waits for the rest of that window, so a storm costs
  *   at most one cycle (and one kubelet send) per window; a lone fault, or faults arriving one at a time, never wait.
@@ -73,8 +69,6 @@ export class IntakeQueue {
   /** Monotonic time at which the last batch was handed to the sink (-Infinity: none yet), and its size. */
   #lastFlush = -Infinity;
   #lastBatch = 0;
-  /** A batch was flushed from a microtask in this loop turn (cleared from the turn's check phase). */
-  #flushedEarly = false;
 
   constructor(options: IntakeQueueOptions) {
     this.#o = options;
@@ -164,15 +158,7 @@ export class IntakeQueue {
     const wait =
       this.#lastBatch > 1 ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.monotonic()) : 0;
     if (wait > 0) this.#after(wait, () => this.#flush());
-    else if (!this.#flushedEarly) queueMicrotask(() => this.#flushEarly());
     else setImmediate(() => this.#flush());
-  }
-
-  /** The turn's first batch, from a microtask; later events of the same turn wait for its check phase. */
-  #flushEarly(): void {
-    this.#flushedEarly = true;
-    setImmediate(() => (this.#flushedEarly = false));
-    this.#flush();
   }
 
   #flush(): void {

@@ -164,35 +164,6 @@ describe('architecture §2 bounded intake, batching', () => {
     expect(r.batches.map((b) => b.length)).toEqual([1, 1, 2, 1]);
   });
 
-  test('issue 28 item 5: a lone event reaches the sink in the microtasks of the callback that pushed it', async () => {
-    const r = rig();
-    r.queue.push(ev(0, SEP, 'occur', r.clock.now()));
-    await Promise.resolve(); // no loop phase has run: the batch did not wait for setImmediate
-    expect(r.batches.map((b) => b.length)).toEqual([1]);
-  });
-
-  test('issue 28 item 5: events after the turn’s first batch wait for its check phase and leave as one batch', async () => {
-    const r = rig({ coalesceWindowMs: 0 });
-    r.queue.push(ev(0, SEP, 'occur', r.clock.now()));
-    await Promise.resolve();
-    r.queue.push(ev(1, SEP, 'occur', r.clock.now()));
-    r.queue.push(ev(0, HBM, 'occur', r.clock.now()));
-    await Promise.resolve();
-    const inTurn = r.batches.map((b) => b.length);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect([inTurn, r.batches.map((b) => b.length)]).toEqual([[1], [1, 2]]);
-  });
-
-  test('issue 28 item 5: the first event of the next turn again leaves at once', async () => {
-    const r = rig({ coalesceWindowMs: 0 });
-    r.queue.push(ev(0, SEP, 'occur', r.clock.now()));
-    await Promise.resolve();
-    await new Promise((resolve) => setImmediate(resolve)); // the turn's check phase
-    r.queue.push(ev(1, SEP, 'occur', r.clock.now()));
-    await Promise.resolve();
-    expect(r.batches.map((b) => b.length)).toEqual([1, 1]);
-  });
-
   test('stop drops held and queued events and clears every timer', async () => {
     const r = rig();
     r.queue.push(ev(0, SEP, 'occur', r.clock.now()));
