@@ -40,6 +40,7 @@ import {
 } from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
 import { WholeSecondTime } from '../core/kube-time.js';
+import { WriteGate } from './write-gate.js';
 
 /** The public-fault service contract (implemented in src/cluster/public-fault/). */
 export interface PublicFaultService {
@@ -60,6 +61,11 @@ export interface FaultCenterTimings {
   publishMinIntervalMs: number;
   /** one chunk is written at most once per this many ms (a chunk of 800 KiB changes with every node in it) */
   chunkMinIntervalMs: number;
+  /**
+   * chunk writes in flight at once (§0.3's writer loop writes one after the other; issue [P] item 6: eleven 800 KiB
+   * writes at once each took as long as all of them on a loaded API server). `Infinity`: every write at once.
+   */
+  chunkWriteConcurrency: number;
   publishForceMs: number;
   /** at most one commit of the persisted state per this many ms */
   stateIntervalMs: number;
@@ -76,6 +82,7 @@ export const DEFAULT_TIMINGS: FaultCenterTimings = {
   releaseTickMs: 15_000,
   publishMinIntervalMs: 200,
   chunkMinIntervalMs: 1000,
+  chunkWriteConcurrency: 4,
   publishForceMs: 5000,
   stateIntervalMs: 1000,
   leaseDurationSec: 15,
@@ -187,11 +194,15 @@ interface Term {
   chunkSubmitMs: Map<number, number>;
   /** the writer of the chunks and the state objects */
   raw: RawConfigMapWriter;
+  /** the chunks' writer loop: how many chunk writes are in flight at once */
+  gate: WriteGate;
   /** when a chunk was last handed to its queue (monotonic; the §0.3 forced rewrite after 5 s without writes) */
   lastChunkSubmitMs: number;
   /** when the last publish ran (monotonic) */
   lastPublishMs: number;
   publishTimer: TimerHandle | undefined;
+  /** when the armed publish timer fires (monotonic) */
+  publishAtMs: number;
   /** the pending on-demand cycle and when the last one started (monotonic) */
   cycleTimer: TimerHandle | undefined;
   lastOnDemandMs: number;
@@ -341,9 +352,11 @@ export class FaultCenter {
       chunkSubmitMs: new Map(),
       existing: new Set(),
       raw,
+      gate: new WriteGate(this.#t.chunkWriteConcurrency),
       lastChunkSubmitMs: -Infinity,
       lastPublishMs: -Infinity,
       publishTimer: undefined,
+      publishAtMs: Infinity,
       cycleTimer: undefined,
       lastOnDemandMs: -Infinity,
       state: new StateStore({
@@ -405,6 +418,7 @@ export class FaultCenter {
         if (term.publishTimer === undefined) return;
         this.#clock.clearTimeout(term.publishTimer);
         term.publishTimer = undefined;
+        term.publishAtMs = Infinity;
         this.#publish(term, false, below);
       };
       for (;;) {
@@ -828,11 +842,18 @@ export class FaultCenter {
    * Monotonic: on the wall clock a step back armed this timer for the size of the step (issue [T] item 1).
    */
   #requestPublish(term: Term, atMs?: number): void {
-    if (term.stopped || term.publishTimer !== undefined) return;
+    if (term.stopped) return;
     const now = this.#mono();
     const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? -Infinity) - now);
+    if (term.publishTimer !== undefined) {
+      // armed for a deferred chunk's turn: a chunk that may be written sooner does not wait for it
+      if (term.publishAtMs <= now + delay) return;
+      this.#clock.clearTimeout(term.publishTimer);
+    }
+    term.publishAtMs = now + delay;
     term.publishTimer = this.#clock.setTimeout(() => {
       term.publishTimer = undefined;
+      term.publishAtMs = Infinity;
       this.#cycleIfRequested(term);
       this.#publish(term, false);
     }, delay);
@@ -888,9 +909,15 @@ export class FaultCenter {
       }
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
+        const inner = term.existing.has(i) ? term.raw : createFirst(term.raw);
+        const chunk = i;
         q = new ObjectWriteQueue<PreparedConfigMap>({
           clock: this.#clock,
-          writer: term.existing.has(i) ? term.raw : createFirst(term.raw),
+          // through the writer loop, with the chunk's value as it is when the write leaves
+          writer: {
+            update: (cm) => this.#gated(term, chunk, cm, (body) => inner.update(body)),
+            create: (cm) => this.#gated(term, chunk, cm, (body) => inner.create(body)),
+          },
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
@@ -900,5 +927,41 @@ export class FaultCenter {
       q.submit(body);
     }
     if (deferredUntil < Infinity) this.#requestPublish(term, deferredUntil);
+  }
+
+  /** One chunk write through the writer loop, timed (`published_write_seconds`), with the chunk as it is at its turn. */
+  async #gated(term: Term, i: number, queued: PreparedConfigMap, send: (cm: PreparedConfigMap) => Promise<void>) {
+    const asked = this.#mono();
+    await term.gate.run(async () => {
+      const turn = this.#mono();
+      this.metrics.publishedWriteSeconds.observe({ stage: 'queued' }, (turn - asked) / 1000);
+      try {
+        await send(this.#latest(term, i, queued));
+      } finally {
+        this.metrics.publishedWriteSeconds.observe({ stage: 'request' }, (this.#mono() - turn) / 1000);
+      }
+    });
+  }
+
+  /**
+   * Chunk `i` as it is now, for a write that waited for its turn in the writer loop: the changes that reached the
+   * chunk since `queued` was handed over go out with this write instead of a chunk interval later (issue [P] item
+   * 6). Nothing else changes: the write counts as the one submitted (the chunk's spacing runs from its submission),
+   * and a later publish finds these bytes already submitted. The last body built when nothing changed; `queued`
+   * itself when the term ended or the chunk is now over what a ConfigMap holds (the publish reports that).
+   */
+  #latest(term: Term, i: number, queued: PreparedConfigMap): PreparedConfigMap {
+    if (term.stopped || i >= term.chunks.count || term.chunks.bytes(i) > CONFIGMAP_VALUE_LIMIT_BYTES) return queued;
+    const protobuf = term.raw.protobuf;
+    const value = protobuf ? term.chunks.rawParts(i) : term.chunks.escapedParts(i);
+    const before = term.submitted.get(i);
+    // unchanged: the last body built (a retry of `queued` may follow a write that already carried newer bytes)
+    if (before !== undefined && sameBytes(before, value)) return term.prepared.get(i) ?? queued;
+    const name = chunkName(i);
+    const metadata = { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } };
+    const body = protobuf ? prepareRawConfigMap(metadata, name, value) : prepareEscapedConfigMap(metadata, name, value);
+    term.submitted.set(i, value);
+    term.prepared.set(i, body);
+    return body;
   }
 }
