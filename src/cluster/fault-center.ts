@@ -40,7 +40,6 @@ import {
 } from './raw-configmap-writer.js';
 import type { Registry } from 'prom-client';
 import { WholeSecondTime } from '../core/kube-time.js';
-import { WriteGate } from './write-gate.js';
 
 /** The public-fault service contract (implemented in src/cluster/public-fault/). */
 export interface PublicFaultService {
@@ -61,11 +60,6 @@ export interface FaultCenterTimings {
   publishMinIntervalMs: number;
   /** one chunk is written at most once per this many ms (a chunk of 800 KiB changes with every node in it) */
   chunkMinIntervalMs: number;
-  /**
-   * chunk writes in flight at once (§0.3's writer loop writes one after the other; issue [P] item 6: eleven 800 KiB
-   * writes at once each took as long as all of them on a loaded API server). `Infinity`: every write at once.
-   */
-  chunkWriteConcurrency: number;
   publishForceMs: number;
   /** at most one commit of the persisted state per this many ms */
   stateIntervalMs: number;
@@ -82,7 +76,6 @@ export const DEFAULT_TIMINGS: FaultCenterTimings = {
   releaseTickMs: 15_000,
   publishMinIntervalMs: 200,
   chunkMinIntervalMs: 1000,
-  chunkWriteConcurrency: 4,
   publishForceMs: 5000,
   stateIntervalMs: 1000,
   leaseDurationSec: 15,
@@ -194,8 +187,6 @@ interface Term {
   chunkSubmitMs: Map<number, number>;
   /** the writer of the chunks and the state objects */
   raw: RawConfigMapWriter;
-  /** the chunks' writer loop: how many chunk writes are in flight at once */
-  gate: WriteGate;
   /** when a chunk was last handed to its queue (monotonic; the §0.3 forced rewrite after 5 s without writes) */
   lastChunkSubmitMs: number;
   /** when the last publish ran (monotonic) */
@@ -352,7 +343,6 @@ export class FaultCenter {
       chunkSubmitMs: new Map(),
       existing: new Set(),
       raw,
-      gate: new WriteGate(this.#t.chunkWriteConcurrency),
       lastChunkSubmitMs: -Infinity,
       lastPublishMs: -Infinity,
       publishTimer: undefined,
@@ -913,10 +903,10 @@ export class FaultCenter {
         const chunk = i;
         q = new ObjectWriteQueue<PreparedConfigMap>({
           clock: this.#clock,
-          // through the writer loop, with the chunk's value as it is when the write leaves
+          // with the chunk's value as it is when the write leaves, timed
           writer: {
-            update: (cm) => this.#gated(term, chunk, cm, (body) => inner.update(body)),
-            create: (cm) => this.#gated(term, chunk, cm, (body) => inner.create(body)),
+            update: (cm) => this.#timed(() => inner.update(this.#latest(term, chunk, cm))),
+            create: (cm) => this.#timed(() => inner.create(this.#latest(term, chunk, cm))),
           },
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
@@ -929,24 +919,20 @@ export class FaultCenter {
     if (deferredUntil < Infinity) this.#requestPublish(term, deferredUntil);
   }
 
-  /** One chunk write through the writer loop, timed (`published_write_seconds`), with the chunk as it is at its turn. */
-  async #gated(term: Term, i: number, queued: PreparedConfigMap, send: (cm: PreparedConfigMap) => Promise<void>) {
-    const asked = this.#mono();
-    await term.gate.run(async () => {
-      const turn = this.#mono();
-      this.metrics.publishedWriteSeconds.observe({ stage: 'queued' }, (turn - asked) / 1000);
-      try {
-        await send(this.#latest(term, i, queued));
-      } finally {
-        this.metrics.publishedWriteSeconds.observe({ stage: 'request' }, (this.#mono() - turn) / 1000);
-      }
-    });
+  /** One chunk request, timed (`published_write_seconds`, whatever its outcome). */
+  async #timed(send: () => Promise<void>): Promise<void> {
+    const started = this.#mono();
+    try {
+      await send();
+    } finally {
+      this.metrics.publishedWriteSeconds.observe((this.#mono() - started) / 1000);
+    }
   }
 
   /**
-   * Chunk `i` as it is now, for a write that waited for its turn in the writer loop: the changes that reached the
-   * chunk since `queued` was handed over go out with this write instead of a chunk interval later (issue [P] item
-   * 6). Nothing else changes: the write counts as the one submitted (the chunk's spacing runs from its submission),
+   * Chunk `i` as it is now, for a write about to leave: one queued behind the chunk's write in flight, or a retry
+   * after a refusal or an outage. The changes that reached the chunk since `queued` was handed over go out with this
+   * write instead of a chunk interval later (issue [P] item 6). Nothing else changes: the write counts as the one submitted (the chunk's spacing runs from its submission),
    * and a later publish finds these bytes already submitted. The last body built when nothing changed; `queued`
    * itself when the term ended or the chunk is now over what a ConfigMap holds (the publish reports that).
    */
