@@ -472,8 +472,10 @@ async function writeHistogram(
     const stage = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '';
     const h = out.get(stage) ?? { le: new Map<number, number>(), sum: 0, count: 0 };
     out.set(stage, h);
-    if (m[1] === 'bucket') h.le.set(Number(/le="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? 'NaN'), Number(m[3]));
-    else if (m[1] === 'sum') h.sum = Number(m[3]);
+    if (m[1] === 'bucket') {
+      const le = /le="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? 'NaN';
+      h.le.set(le === '+Inf' ? Infinity : Number(le), Number(m[3]));
+    } else if (m[1] === 'sum') h.sum = Number(m[3]);
     else h.count = Number(m[3]);
   }
   return out;
