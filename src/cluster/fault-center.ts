@@ -932,9 +932,10 @@ export class FaultCenter {
   /**
    * Chunk `i` as it is now, for a write about to leave: one queued behind the chunk's write in flight, or a retry
    * after a refusal or an outage. The changes that reached the chunk since `queued` was handed over go out with this
-   * write instead of a chunk interval later (issue [P] item 6). Nothing else changes: the write counts as the one submitted (the chunk's spacing runs from its submission),
-   * and a later publish finds these bytes already submitted. The last body built when nothing changed; `queued`
-   * itself when the term ended or the chunk is now over what a ConfigMap holds (the publish reports that).
+   * write instead of a chunk interval later (issue [P] item 6). Nothing else changes: the write counts as the one
+   * submitted (the chunk's spacing runs from its submission), and a later publish finds these bytes already
+   * submitted. The last body built when nothing changed; `queued` itself when the term ended or the chunk is now
+   * over what a ConfigMap holds (the publish reports that).
    */
   #latest(term: Term, i: number, queued: PreparedConfigMap): PreparedConfigMap {
     if (term.stopped || i >= term.chunks.count || term.chunks.bytes(i) > CONFIGMAP_VALUE_LIMIT_BYTES) return queued;
