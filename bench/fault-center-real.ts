@@ -17,7 +17,9 @@
  * 4. a wave: `FCR_WAVE_RATE` device-info ConfigMaps rewritten per second (new faults and a marker) for
  *    `FCR_WAVE_SECONDS`, each a `PUT`; latency = from sending the `PUT` (and from its answer) until the watch
  *    delivers a chunk holding that node's new value; a node rewritten again before its value showed counts as
- *    superseded; "lost" = not shown 5 s after the wave;
+ *    superseded; "lost" = not shown 5 s after the wave; and, for a build that has the histogram
+ *    `ascend_fault_center_published_write_seconds` (scraped from the center's metrics before and after the wave),
+ *    how long its chunk write requests took (mean; p50 and p99 as the histogram's bucket bounds);
  * 5. RSS: `VmRSS` after the idle phase and `VmHWM` (the peak) at the end of the run.
  *
  * Each figure is reported as median and p99 (nearest rank) over `FCR_RUNS` runs. With `FCR_BASELINE_JS` (another
@@ -407,6 +409,8 @@ interface Center {
   child: ChildProcess;
   spawnedMs: number;
   leading: Promise<number>;
+  /** the port of the center's metrics (from its log) */
+  metricsPort: Promise<number>;
 }
 
 function startCenter(js: string, kubeconfig: string, dir: string, logFile: string): Center {
@@ -426,6 +430,8 @@ function startCenter(js: string, kubeconfig: string, dir: string, logFile: strin
   );
   const out = fs.createWriteStream(logFile);
   let buf = '';
+  let portOf: (port: number) => void = () => undefined;
+  const metricsPort = new Promise<number>((r) => (portOf = r));
   const leading = new Promise<number>((resolve, reject) => {
     child.once('exit', (code, signal) => reject(new Error(`fault center exited (${code ?? signal})`)));
     child.stdout.on('data', (d: Buffer) => {
@@ -436,12 +442,60 @@ function startCenter(js: string, kubeconfig: string, dir: string, logFile: strin
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (line.includes('"started leading"')) resolve(Date.parse((JSON.parse(line) as { time: string }).time));
+        if (line.includes('"metrics listening"')) portOf((JSON.parse(line) as { port: number }).port);
       }
     });
   });
   leading.catch(() => undefined);
   child.once('exit', () => out.end());
-  return { child, spawnedMs, leading };
+  return { child, spawnedMs, leading, metricsPort };
+}
+
+/**
+ * The center's chunk write histogram (`ascend_fault_center_published_write_seconds`, a build that has it): per
+ * stage, the cumulative bucket counts by upper bound, their sum and count.
+ */
+async function writeHistogram(
+  port: number,
+): Promise<Map<string, { le: Map<number, number>; sum: number; count: number }>> {
+  const out = new Map<string, { le: Map<number, number>; sum: number; count: number }>();
+  let text: string;
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
+    text = await r.text();
+  } catch {
+    return out;
+  }
+  for (const m of text.matchAll(
+    /^ascend_fault_center_published_write_seconds_(bucket|sum|count)(?:\{([^}]*)\})? (\S+)$/gm,
+  )) {
+    const stage = /stage="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '';
+    const h = out.get(stage) ?? { le: new Map<number, number>(), sum: 0, count: 0 };
+    out.set(stage, h);
+    if (m[1] === 'bucket') {
+      const le = /le="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? 'NaN';
+      h.le.set(le === '+Inf' ? Infinity : Number(le), Number(m[3]));
+    } else if (m[1] === 'sum') h.sum = Number(m[3]);
+    else h.count = Number(m[3]);
+  }
+  return out;
+}
+
+/** Mean and the bucket bound holding the p50 / p99 of a stage's observations between two scrapes (ms). */
+function histogramFigures(
+  before: Awaited<ReturnType<typeof writeHistogram>>,
+  after: Awaited<ReturnType<typeof writeHistogram>>,
+  stage: string,
+): { meanMs: number; p50Ms: number; p99Ms: number } {
+  const a = after.get(stage);
+  if (a === undefined) return { meanMs: Number.NaN, p50Ms: Number.NaN, p99Ms: Number.NaN };
+  const b = before.get(stage);
+  const n = a.count - (b?.count ?? 0);
+  const bound = (q: number): number => {
+    for (const [le, c] of [...a.le].sort(([x], [y]) => x - y)) if (c - (b?.le.get(le) ?? 0) >= q * n) return le * 1000;
+    return Number.NaN;
+  };
+  return { meanMs: n > 0 ? ((a.sum - (b?.sum ?? 0)) / n) * 1000 : Number.NaN, p50Ms: bound(0.5), p99Ms: bound(0.99) };
 }
 
 /** One run's figures (ms, %, MiB). */
@@ -562,7 +616,14 @@ async function run(
               if (r.status === 200) fs.writeFileSync(file, r.body);
               else log(`  apiserver profile: HTTP ${r.status}`);
             });
+      const port = await center.metricsPort;
+      const h0 = await writeHistogram(port);
       Object.assign(f, await wave(api, watch));
+      const h1 = await writeHistogram(port);
+      const h = histogramFigures(h0, h1, '');
+      f.waveWriteMeanMs = h.meanMs;
+      f.waveWriteP50Ms = h.p50Ms;
+      f.waveWriteP99Ms = h.p99Ms;
       await profile;
       const ww = (Date.now() - w0) / 1000;
       const c2 = [cpuSeconds(pid), cpuSeconds(apiPid), cpuSeconds(etcdPid)];
@@ -598,6 +659,9 @@ const ROWS: [string, string][] = [
   ['waveChunkIntervalP50Ms', 'ms'],
   ['waveChunkIntervalP99Ms', 'ms'],
   ['waveChunkEventsPerSec', '/s'],
+  ['waveWriteMeanMs', 'ms'],
+  ['waveWriteP50Ms', 'ms (bucket bound)'],
+  ['waveWriteP99Ms', 'ms (bucket bound)'],
   ['waveLost', ''],
   ['waveSuperseded', ''],
   ['waveFailed', ''],
@@ -656,7 +720,7 @@ async function runCase(cluster: Cluster, api: Api, kubeconfig: string, caseName:
             ? `, idle CPU ${fmt(f.idleCpuPercent!, 1)} % (apiserver ${fmt(f.idleApiserverCpuPercent!, 1)} %, etcd ${fmt(f.idleEtcdCpuPercent!, 1)} %), ` +
               `RSS ${fmt(f.idleRssMiB!, 0)} MiB (max ${fmt(f.rssMaxMiB!, 0)}); wave ${f.waveUpdates} updates: p50 ${fmt(f.waveP50Ms!, 0)} ` +
               `p99 ${fmt(f.waveP99Ms!, 0)} max ${fmt(f.waveMaxMs!, 0)} ms (from the answer p50 ${fmt(f.waveAckP50Ms!, 0)} p99 ${fmt(f.waveAckP99Ms!, 0)}), ` +
-              `chunk events ${fmt(f.waveChunkEventsPerSec!, 1)}/s, interval p50 ${fmt(f.waveChunkIntervalP50Ms!, 0)} p99 ${fmt(f.waveChunkIntervalP99Ms!, 0)} ms, lost ${f.waveLost}, superseded ${f.waveSuperseded}, failed ${f.waveFailed}; CPU ${fmt(f.waveCpuPercent!, 0)} % ` +
+              `chunk events ${fmt(f.waveChunkEventsPerSec!, 1)}/s, chunk write mean ${fmt(f.waveWriteMeanMs!, 0)} p50 ≤ ${fmt(f.waveWriteP50Ms!, 0)} p99 ≤ ${fmt(f.waveWriteP99Ms!, 0)} ms, interval p50 ${fmt(f.waveChunkIntervalP50Ms!, 0)} p99 ${fmt(f.waveChunkIntervalP99Ms!, 0)} ms, lost ${f.waveLost}, superseded ${f.waveSuperseded}, failed ${f.waveFailed}; CPU ${fmt(f.waveCpuPercent!, 0)} % ` +
               `(apiserver ${fmt(f.waveApiserverCpuPercent!, 0)} %, etcd ${fmt(f.waveEtcdCpuPercent!, 0)} %)`
             : `, RSS max ${fmt(f.rssMaxMiB!, 0)} MiB`) +
           `; load ${f.loadAtStart} → ${f.loadAtEnd}`,

@@ -192,6 +192,8 @@ interface Term {
   /** when the last publish ran (monotonic) */
   lastPublishMs: number;
   publishTimer: TimerHandle | undefined;
+  /** when the armed publish timer fires (monotonic) */
+  publishAtMs: number;
   /** the pending on-demand cycle and when the last one started (monotonic) */
   cycleTimer: TimerHandle | undefined;
   lastOnDemandMs: number;
@@ -344,6 +346,7 @@ export class FaultCenter {
       lastChunkSubmitMs: -Infinity,
       lastPublishMs: -Infinity,
       publishTimer: undefined,
+      publishAtMs: Infinity,
       cycleTimer: undefined,
       lastOnDemandMs: -Infinity,
       state: new StateStore({
@@ -405,6 +408,7 @@ export class FaultCenter {
         if (term.publishTimer === undefined) return;
         this.#clock.clearTimeout(term.publishTimer);
         term.publishTimer = undefined;
+        term.publishAtMs = Infinity;
         this.#publish(term, false, below);
       };
       for (;;) {
@@ -828,11 +832,18 @@ export class FaultCenter {
    * Monotonic: on the wall clock a step back armed this timer for the size of the step (issue [T] item 1).
    */
   #requestPublish(term: Term, atMs?: number): void {
-    if (term.stopped || term.publishTimer !== undefined) return;
+    if (term.stopped) return;
     const now = this.#mono();
     const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? -Infinity) - now);
+    if (term.publishTimer !== undefined) {
+      // armed for a deferred chunk's turn: a chunk that may be written sooner does not wait for it
+      if (term.publishAtMs <= now + delay) return;
+      this.#clock.clearTimeout(term.publishTimer);
+    }
+    term.publishAtMs = now + delay;
     term.publishTimer = this.#clock.setTimeout(() => {
       term.publishTimer = undefined;
+      term.publishAtMs = Infinity;
       this.#cycleIfRequested(term);
       this.#publish(term, false);
     }, delay);
@@ -888,9 +899,15 @@ export class FaultCenter {
       }
       let q = term.chunkQueues.get(i);
       if (q === undefined) {
+        const inner = term.existing.has(i) ? term.raw : createFirst(term.raw);
+        const chunk = i;
         q = new ObjectWriteQueue<PreparedConfigMap>({
           clock: this.#clock,
-          writer: term.existing.has(i) ? term.raw : createFirst(term.raw),
+          // with the chunk's value as it is when the write leaves, timed
+          writer: {
+            update: (cm) => this.#timed(() => inner.update(this.#latest(term, chunk, cm))),
+            create: (cm) => this.#timed(() => inner.create(this.#latest(term, chunk, cm))),
+          },
           backoff: { ...this.#o.backoff, recovery: term.recovery },
           onWritten: () => this.metrics.publishedWrites.inc(),
           onError: (e) => this.#log.warn({ err: String(e), chunk: i }, 'cluster-info write failed'),
@@ -900,5 +917,38 @@ export class FaultCenter {
       q.submit(body);
     }
     if (deferredUntil < Infinity) this.#requestPublish(term, deferredUntil);
+  }
+
+  /** One chunk request, timed (`published_write_seconds`, whatever its outcome). */
+  async #timed(send: () => Promise<void>): Promise<void> {
+    const started = this.#mono();
+    try {
+      await send();
+    } finally {
+      this.metrics.publishedWriteSeconds.observe((this.#mono() - started) / 1000);
+    }
+  }
+
+  /**
+   * Chunk `i` as it is now, for a write about to leave: one queued behind the chunk's write in flight, or a retry
+   * after a refusal or an outage. The changes that reached the chunk since `queued` was handed over go out with this
+   * write instead of a chunk interval later (issue [P] item 6). Nothing else changes: the write counts as the one
+   * submitted (the chunk's spacing runs from its submission), and a later publish finds these bytes already
+   * submitted. The last body built when nothing changed; `queued` itself when the term ended or the chunk is now
+   * over what a ConfigMap holds (the publish reports that).
+   */
+  #latest(term: Term, i: number, queued: PreparedConfigMap): PreparedConfigMap {
+    if (term.stopped || i >= term.chunks.count || term.chunks.bytes(i) > CONFIGMAP_VALUE_LIMIT_BYTES) return queued;
+    const protobuf = term.raw.protobuf;
+    const value = protobuf ? term.chunks.rawParts(i) : term.chunks.escapedParts(i);
+    const before = term.submitted.get(i);
+    // unchanged: the last body built (a retry of `queued` may follow a write that already carried newer bytes)
+    if (before !== undefined && sameBytes(before, value)) return term.prepared.get(i) ?? queued;
+    const name = chunkName(i);
+    const metadata = { name, namespace: CLUSTER_INFO_NAMESPACE, labels: { ...CLUSTER_INFO_LABELS } };
+    const body = protobuf ? prepareRawConfigMap(metadata, name, value) : prepareEscapedConfigMap(metadata, name, value);
+    term.submitted.set(i, value);
+    term.prepared.set(i, body);
+    return body;
   }
 }

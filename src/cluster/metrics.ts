@@ -14,6 +14,7 @@ export class FaultCenterMetrics {
   readonly rejectedInputs: Counter<'input' | 'reason'>;
   readonly cycles: Counter;
   readonly publishedWrites: Counter;
+  readonly publishedWriteSeconds: Histogram;
   readonly policyLoads: Counter<'result'>;
   readonly cycleNodes: Counter;
   readonly cycleSeconds: Histogram;
@@ -64,6 +65,12 @@ export class FaultCenterMetrics {
     this.publishedWrites = new Counter({
       name: 'ascend_fault_center_published_writes_total',
       help: 'cluster-info-device ConfigMap writes.',
+      registers,
+    });
+    this.publishedWriteSeconds = new Histogram({
+      name: 'ascend_fault_center_published_write_seconds',
+      help: 'Duration of one cluster-info-device ConfigMap write request (whatever its outcome).',
+      buckets: [0.005, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
     this.cycleNodes = new Counter({

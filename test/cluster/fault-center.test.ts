@@ -284,6 +284,76 @@ describe('fault center against the stand-in', () => {
     expect([...seen]).toEqual([1772359301, 1772359303]);
   }, 30_000);
 
+  test('issue [P] 6 a chunk write that waited (here: refused with 409, then retried) carries the changes that reached the chunk meanwhile', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', [], { updateTime: 1772359301 }));
+    const intervalMs = 4000;
+    center('a', { timings: { chunkMinIntervalMs: intervalMs, publishForceMs: 600_000 } });
+    const updateTime = () => JSON.parse(published() || '{}')['mindx-dl-deviceinfo-node-1']?.UpdateTime as number;
+    await until(() => updateTime() === 1772359301, 'first value published');
+    await sleep(intervalMs + 200); // the chunk may be written again at once
+    const put = (t: number) => {
+      const m = deviceInfoCm('node-1', [], { updateTime: t });
+      api.store.update(CONFIGMAPS, 'kube-system', m.metadata.name, m);
+    };
+    // v2's write is refused for 1.5 s and retried; v3 reaches the chunk meanwhile, its own write a whole interval away
+    api.setConflicts(1500, { resource: 'configmaps', namespace: 'mindx-dl', name: 'cluster-info-device-0' });
+    put(1772359302);
+    await until(() => api.conflictsAnswered > 0, 'the write of v2 refused');
+    put(1772359303);
+    const seen = new Set<number>();
+    const deadline = Date.now() + 15_000;
+    while (updateTime() !== 1772359303 && Date.now() < deadline) {
+      seen.add(updateTime());
+      await sleep(10);
+    }
+    seen.add(updateTime());
+    // the retry took v3 with it: v2 was never stored
+    expect([...seen]).toEqual([1772359301, 1772359303]);
+  }, 30_000);
+
+  test('issue [P] 6 a changed chunk free to be written does not wait for the publish armed for another chunk deferred further', async () => {
+    seed();
+    // two nodes of about 450 KiB published each (9,000 codes, each with its time entry once published): two chunks
+    const big = (node: string, t: number) => {
+      const codes = Array.from({ length: 9000 }, (_, i) => `8${i.toString(16).toUpperCase().padStart(7, '0')}`);
+      const f = { ...faultObject('Ascend910-0', codes.join(','), 'NotHandleFault'), fault_time_and_level_map: {} };
+      return deviceInfoCm(node, [f], { updateTime: t });
+    };
+    api.store.create(CONFIGMAPS, 'kube-system', big('node-1', 1772359301));
+    api.store.create(CONFIGMAPS, 'kube-system', big('node-2', 1772359301));
+    const intervalMs = 6000;
+    center('a', { timings: { chunkMinIntervalMs: intervalMs, publishForceMs: 600_000 } });
+    // a node's published UpdateTime, found by text (each chunk is 450 KiB of JSON; the poll stays cheap)
+    const valueOf = (node: string): number | undefined => {
+      const re = new RegExp(`"UpdateTime":(\\d+),"CmName":"mindx-dl-deviceinfo-${node}"`);
+      for (const i of [0, 1]) {
+        const m = re.exec(cm('mindx-dl', `cluster-info-device-${i}`)?.data?.[`cluster-info-device-${i}`] ?? '');
+        if (m !== null) return Number(m[1]);
+      }
+      return undefined;
+    };
+    await until(() => valueOf('node-1') === 1772359301 && valueOf('node-2') === 1772359301, 'both published');
+    expect(cm('mindx-dl', 'cluster-info-device-1')).toBeDefined();
+    await sleep(intervalMs + 200); // both chunks may be written again at once
+    const put = (node: string, t: number) => {
+      const m = big(node, t);
+      api.store.update(CONFIGMAPS, 'kube-system', m.metadata.name, m);
+    };
+    // node-1 written at once, then changed again: its chunk's next write is a whole interval away (a publish armed for it)
+    put('node-1', 1772359302);
+    await until(() => valueOf('node-1') === 1772359302, 'node-1 v2 published');
+    put('node-1', 1772359303);
+    await sleep(300);
+    // node-2's chunk was last written more than an interval ago: it goes out now, not with node-1's deferred write
+    put('node-2', 1772359302);
+    await until(() => valueOf('node-2') === 1772359302, 'node-2 v2 published', 20_000);
+    // half a second on, node-1's deferred write (due about 4 s later) has still not gone out; had node-2's chunk
+    // waited for the publish armed for node-1's, both would have been written together
+    await sleep(500);
+    expect(valueOf('node-1')).toBe(1772359302);
+  }, 60_000);
+
   test('1.2 an invalid policy edit is rejected with an Event naming the key, previous policy kept', async () => {
     seed();
     const a = center('a');
