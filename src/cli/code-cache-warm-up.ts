@@ -42,6 +42,8 @@ export async function warmUpKubeletExchange(exports: Record<string, unknown>): P
     await new Promise<void>((resolve, reject) =>
       server.bindAsync(sock, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
     );
+    // grpc-js takes a call's deadline only as a wall-clock time and turns it into a relative timer as the call
+    // starts; made just before each call, it is a 5 s timeout (a clock step in between is the only exposure)
     const deadline = (): number => Date.now() + 5000;
     const reg = new dp.Registration(sock, grpc.credentials.createInsecure());
     const plugin = new dp.DevicePlugin(sock, grpc.credentials.createInsecure());
