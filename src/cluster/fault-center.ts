@@ -828,13 +828,19 @@ export class FaultCenter {
   }
 
   /**
-   * §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs` (or at `atMs`, monotonic).
-   * Monotonic: on the wall clock a step back armed this timer for the size of the step (issue [T] item 1).
+   * §0.3 cadence: a publish soon after a change, at most one per `publishMinIntervalMs`; or at `atMs` (monotonic), a
+   * deferred chunk's turn, kept to the millisecond: its writes are already spaced by `chunkMinIntervalMs`, and a
+   * publish that ran just before it (for another chunk's change) held it back by up to `publishMinIntervalMs` more,
+   * the tail of the wave's latency (issue [P] item 6). Monotonic: on the wall clock a step back armed this timer for
+   * the size of the step (issue [T] item 1).
    */
   #requestPublish(term: Term, atMs?: number): void {
     if (term.stopped) return;
     const now = this.#mono();
-    const delay = Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now, (atMs ?? -Infinity) - now);
+    const delay =
+      atMs !== undefined
+        ? Math.max(0, atMs - now)
+        : Math.max(0, term.lastPublishMs + this.#t.publishMinIntervalMs - now);
     if (term.publishTimer !== undefined) {
       // armed for a deferred chunk's turn: a chunk that may be written sooner does not wait for it
       if (term.publishAtMs <= now + delay) return;

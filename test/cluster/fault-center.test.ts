@@ -354,6 +354,27 @@ describe('fault center against the stand-in', () => {
     expect(valueOf('node-1')).toBe(1772359302);
   }, 60_000);
 
+  test('issue [P] 6 a deferred chunk is written at its turn, not held back by publishMinIntervalMs from a publish just before it', async () => {
+    seed();
+    api.store.create(CONFIGMAPS, 'kube-system', deviceInfoCm('node-1', [], { updateTime: 1772359301 }));
+    // a chunk at most every 4 s; publishes at most every 3 s; no forced rewrite
+    center('a', { timings: { chunkMinIntervalMs: 4000, publishMinIntervalMs: 3000, publishForceMs: 600_000 } });
+    const updateTime = () => JSON.parse(published() || '{}')['mindx-dl-deviceinfo-node-1']?.UpdateTime as number;
+    await until(() => updateTime() === 1772359301, 'first value published');
+    const firstSeen = Date.now();
+    const written = () =>
+      api.writeCount({ resource: 'configmaps', namespace: 'mindx-dl', name: 'cluster-info-device-0' });
+    const writes = written();
+    // 3.3 s after the first write: the change's publish runs at once (3 s passed) and defers the chunk to 4 s
+    await sleep(3300);
+    const m = deviceInfoCm('node-1', [], { updateTime: 1772359302 });
+    api.store.update(CONFIGMAPS, 'kube-system', m.metadata.name, m);
+    await until(() => updateTime() === 1772359302, 'the change published', 10_000);
+    // at its turn (≈ 4 s after the first write), not 3 s after that publish (≈ 6.3 s)
+    expect(Date.now() - firstSeen).toBeLessThan(5300);
+    expect(written() - writes).toBe(1);
+  }, 30_000);
+
   test('1.2 an invalid policy edit is rejected with an Event naming the key, previous policy kept', async () => {
     seed();
     const a = center('a');
