@@ -44,6 +44,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { Cluster } from '../test/k8s/harness/cluster.js';
+import { shebangNodeArgs } from '../test/helpers/idle-figures.js';
 import { deviceInfo, jobPod, node, podGroup, publicFaultConfigMaps } from './fault-center-cluster.js';
 import { fmt, median, percentile, stopChild } from './stats.js';
 
@@ -418,6 +419,8 @@ function startCenter(js: string, kubeconfig: string, dir: string, logFile: strin
   const child = spawn(
     process.execPath,
     [
+      // each build with the `node` options of its own `#!` line (what the image runs) and the bench's
+      ...shebangNodeArgs(js),
       ...CENTER_ARGS,
       js,
       `-kubeconfig=${kubeconfig}`,
