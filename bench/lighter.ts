@@ -21,8 +21,13 @@
  * exported with `git archive` into a folder under the OS temp folder, linked to this checkout's `node_modules` and
  * native build, and compiled (kept between runs, keyed by commit).
  *
+ * The API stand-in runs in a process of its own (test/helpers/api-process.ts), so that the device-info and Event
+ * writes each fault causes are not served in the event loop of the kubelet stand-in that times the fault;
+ * `BENCH_LIGHTER_API_PROCESS=0` keeps it in the bench's process, as before.
+ *
  * Command: `npm run build && npx tsx bench/lighter.ts`. Environment: BENCH_LIGHTER_RUNS (default 3),
- * BENCH_LIGHTER_SETTLE (s, default 10), BENCH_LIGHTER_IDLE (s, default 30), BENCH_LIGHTER_FAULTS (default 40), BENCH_LIGHTER_SIXTEEN (0: no 16-chip part).
+ * BENCH_LIGHTER_SETTLE (s, default 10), BENCH_LIGHTER_IDLE (s, default 30), BENCH_LIGHTER_FAULTS (default 40),
+ * BENCH_LIGHTER_SIXTEEN (0: no 16-chip part), BENCH_LIGHTER_API_PROCESS (0: the API stand-in in this process).
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -159,6 +164,7 @@ export async function benchLighter(log: (line: string) => void = () => undefined
   const idleSeconds = Number(process.env.BENCH_LIGHTER_IDLE ?? 30);
   const faults = Number(process.env.BENCH_LIGHTER_FAULTS ?? 40);
   const sixteenChips = process.env.BENCH_LIGHTER_SIXTEEN !== '0';
+  const apiProcess = process.env.BENCH_LIGHTER_API_PROCESS !== '0';
   const base = baselineAgent(log);
   const builds = [
     { name: 'this', agentJs: AGENT_JS, nodeArgs: shebangNodeArgs(AGENT_JS), runs: [] as LighterRun[] },
@@ -166,7 +172,7 @@ export async function benchLighter(log: (line: string) => void = () => undefined
   ];
   for (let r = 0; r < runs; r++) {
     for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
-      const o = { agentJs: b.agentJs, nodeArgs: b.nodeArgs, settleSeconds, idleSeconds };
+      const o = { agentJs: b.agentJs, nodeArgs: b.nodeArgs, settleSeconds, idleSeconds, apiProcess };
       const eight = await measureIdle('910b-8chip.json', o, (sb) => faultLatencies(sb, faults));
       const sixteen = sixteenChips
         ? await measureIdle('910a3-16chip.json', o, () => Promise.resolve(undefined))

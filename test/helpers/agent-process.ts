@@ -3,7 +3,7 @@
  * (`dist/cli/agent.js`) on the mock library, with the kubelet simulator and the Kubernetes API stand-in in this
  * process; every host path in a temp folder.
  */
-import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { fork, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,6 +109,12 @@ export interface SandboxOptions {
   readonly prefix?: string;
   /** Whether the kubelet simulator serves pod-resources on the agent's `-podResourcesSocket` (default true). */
   readonly podResources?: boolean;
+  /**
+   * The API stand-in in a process of its own (test/helpers/api-process.ts; default false): what the agent writes
+   * is then served beside, not inside, the event loop of the kubelet simulator (the bench's fault path). `api`,
+   * and what reads through it, are then not available; `api` options cannot be given.
+   */
+  readonly apiProcess?: boolean;
 }
 
 /** How {@link AgentSandbox.start} runs the agent (all optional; the defaults are what every test had before). */
@@ -125,6 +131,21 @@ export interface AgentSpawnOptions {
   readonly resource?: string;
 }
 
+/** Forks test/helpers/api-process.ts and writes the kubeconfig it answers with (mode 0600). */
+async function apiProcess(kubeconfig: string, token: string | undefined): Promise<ChildProcess> {
+  const child = fork(path.join(PROJECT_ROOT, 'test', 'helpers', 'api-process.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, SANDBOX_NODE_NAME: NODE_NAME, ...(token !== undefined ? { SANDBOX_TOKEN: token } : {}) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const text = await new Promise<string>((resolve, reject) => {
+    child.once('message', (m: { kubeconfig: string }) => resolve(m.kubeconfig));
+    child.once('exit', (code, signal) => reject(new Error(`API stand-in process exited (${code ?? signal})`)));
+  });
+  fs.writeFileSync(kubeconfig, text, { mode: 0o600 });
+  return child;
+}
+
 /** The sandbox: temp folder, API stand-in, kubelet simulator; and one agent at a time. */
 export class AgentSandbox {
   readonly dir: string;
@@ -133,13 +154,16 @@ export class AgentSandbox {
   agent: AgentProcess | undefined;
   #control: MockControlClient | undefined;
 
+  readonly #api: KubeApiStandIn | ChildProcess;
+
   private constructor(
     dir: string,
-    readonly api: KubeApiStandIn,
+    api: KubeApiStandIn | ChildProcess,
     readonly kubelet: KubeletSimulator,
     readonly scenario: string,
   ) {
     this.dir = dir;
+    this.#api = api;
     this.control = path.join(dir, 'mock.sock');
     this.kubeconfig = path.join(dir, 'kubeconfig');
   }
@@ -153,16 +177,28 @@ export class AgentSandbox {
     for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCode.json'), path.join(dir, 'faultCode.json'));
     fs.copyFileSync(path.join(PROJECT_ROOT, 'faultCustomization.json'), path.join(dir, 'faultCustomization.json'));
-    const api = await KubeApiStandIn.start(options.api);
-    // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
-    api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE_NAME } });
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    let api: KubeApiStandIn | ChildProcess;
+    if (options.apiProcess === true) {
+      if (options.api !== undefined) throw new Error('SandboxOptions: api options need the stand-in in this process');
+      api = await apiProcess(kubeconfig, options.token);
+    } else {
+      api = await KubeApiStandIn.start(options.api);
+      // The Node object kubelet would have registered: the agent labels and annotates it at start (spec A.2 5.7).
+      api.store.create(api.resourceType('', 'nodes'), undefined, { metadata: { name: NODE_NAME } });
+      await api.writeKubeconfig(kubeconfig, options.token);
+    }
     const kubelet = await KubeletSimulator.start({
       dir: path.join(dir, 'kubelet'),
       ...(options.podResources === false ? {} : { podResourcesSocket: path.join(dir, 'pr.sock') }),
     });
-    const sb = new AgentSandbox(dir, api, kubelet, scenario);
-    await api.writeKubeconfig(sb.kubeconfig, options.token);
-    return sb;
+    return new AgentSandbox(dir, api, kubelet, scenario);
+  }
+
+  /** The API stand-in (not available with `apiProcess`). */
+  get api(): KubeApiStandIn {
+    if (this.#api instanceof KubeApiStandIn) return this.#api;
+    throw new Error('the API stand-in of this sandbox runs in its own process (SandboxOptions.apiProcess)');
   }
 
   /** Flags pointing every host path into the sandbox. */
@@ -313,7 +349,13 @@ export class AgentSandbox {
     this.#control?.close();
     await this.agent?.kill();
     await this.kubelet.close();
-    await this.api.stop();
+    const api = this.#api;
+    if (api instanceof KubeApiStandIn) await api.stop();
+    else if (api.exitCode === null && api.signalCode === null) {
+      const exited = new Promise((r) => api.once('exit', r));
+      api.send({ type: 'stop' });
+      await exited;
+    }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -56,12 +56,20 @@ export interface IdleFigures {
  */
 export async function measureIdle<T>(
   scenario: string,
-  o: { agentJs: string; nodeArgs: readonly string[]; settleSeconds: number; idleSeconds: number },
+  o: {
+    agentJs: string;
+    nodeArgs: readonly string[];
+    settleSeconds: number;
+    idleSeconds: number;
+    /** the API stand-in in its own process (SandboxOptions.apiProcess) */
+    apiProcess?: boolean;
+  },
   during: (sb: AgentSandbox) => Promise<T>,
 ): Promise<IdleFigures & { during: T }> {
   const sb = await AgentSandbox.create(path.join(PROJECT_ROOT, 'scenarios', scenario), {
     prefix: 'npu-lighter-',
     podResources: false,
+    ...(o.apiProcess === true ? { apiProcess: true } : {}),
   });
   try {
     const t0 = performance.now();
