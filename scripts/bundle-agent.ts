@@ -20,13 +20,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { banner, bundleInputs, bundleOptions } from './bundle-common.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
 const entry = path.join(dist, 'cli', 'agent.js');
 const chunks = path.join(dist, 'agent-chunks');
 const MARK = '// bundled by scripts/bundle-agent.ts';
-const BANNER = `${MARK}\nimport { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);`;
+const BANNER = banner(MARK);
 /** The module whose chunk is compiled from a V8 code cache (src/cli/code-cache.ts). */
 const ROOT_MODULE = 'dist/agent/run-agent.js';
 
@@ -41,42 +42,11 @@ if (!source.startsWith('#!')) {
 }
 
 fs.rmSync(chunks, { recursive: true, force: true });
-const result = await build({
-  entryPoints: { 'cli/agent': entry },
-  outdir: dist,
-  chunkNames: 'agent-chunks/[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  // CommonJS packages call `require` for Node's built-ins; an ES module has none of its own
-  banner: { js: BANNER },
-  // the addon is loaded by path at run time (src/dcmi/bindings.ts)
-  external: ['*.node'],
-  allowOverwrite: true,
-  legalComments: 'eof',
-  // whitespace only: names stay in stack traces; V8 keeps every script's source, 2.8 MiB less idle RSS with 16 chips
-  minifyWhitespace: true,
-  // readable stack traces on demand: NODE_OPTIONS=--enable-source-maps maps them to dist/ (docs/operations.md)
-  sourcemap: 'linked',
-  sourcesContent: false,
-  logLevel: 'warning',
-  metafile: true,
-  absWorkingDir: root,
-});
+const result = await build(bundleOptions(root, dist, { 'cli/agent': entry }, 'agent-chunks', MARK));
 const outputs = Object.entries(result.metafile.outputs).filter(([file]) => !file.endsWith('.map'));
-// which modules each output holds (the code that survived tree shaking), for test/integration/agent-modules.test.ts:
-// a resolve hook sees the chunks the agent loads, this says what is in them
-const inputs = Object.fromEntries(
-  outputs.map(([file, o]) => [
-    file,
-    Object.entries(o.inputs)
-      .filter(([, i]) => i.bytesInOutput > 0)
-      .map(([input]) => input)
-      .sort(),
-  ]),
-);
+// which modules each output holds, for test/integration/agent-modules.test.ts: a resolve hook sees the chunks the
+// agent loads, this says what is in them
+const inputs = bundleInputs(result.metafile);
 const cached = await cacheRootChunk(result.metafile);
 fs.writeFileSync(path.join(chunks, 'inputs.json'), `${JSON.stringify(inputs, null, 1)}\n`);
 

@@ -213,7 +213,8 @@ async function main(): Promise<void> {
   ] = await Promise.all([
     import('node:os'),
     import('../observability/logger.js'),
-    import('prom-client'),
+    // the CommonJS module itself: a bundle's import() of it has only `default` (scripts/bundle-fault-center.ts)
+    import('prom-client').then((m) => m.default),
     import('../observability/node-metrics.js'),
     import('../cluster/fault-center.js'),
     import('../cluster/public-fault/index.js'),

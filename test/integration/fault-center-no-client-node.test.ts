@@ -28,6 +28,19 @@ export async function resolve(specifier, context, next) {
 }
 `;
 
+/**
+ * The resolved URLs with, after each file of the bundle (scripts/bundle-fault-center.ts), the modules it holds
+ * (`dist/fault-center-chunks/inputs.json`, written with the bundle; absent: a tsc build, nothing to add).
+ */
+function withBundleInputs(urls: string[]): string[] {
+  const file = path.join(PROJECT_ROOT, 'dist', 'fault-center-chunks', 'inputs.json');
+  if (!fs.existsSync(file)) return urls;
+  const inputs = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string[]>;
+  const url = (p: string): string => pathToFileURL(path.join(PROJECT_ROOT, p)).href;
+  const byUrl = new Map(Object.entries(inputs).map(([out, ins]) => [url(out), ins.map(url)]));
+  return urls.flatMap((u) => [u, ...(byUrl.get(u) ?? [])]);
+}
+
 function readyz(port: number): Promise<number> {
   return new Promise((resolve) => {
     const req = http.get({ host: '127.0.0.1', port, path: '/readyz', timeout: 2000 }, (res) => {
@@ -93,7 +106,7 @@ async function runUntilReady(name: string, token: string, kubeconfig: (server: s
     }
     child.kill('SIGTERM');
     await exited;
-    return { resolved: fs.readFileSync(log, 'utf8').split('\n'), stdout, exitCode };
+    return { resolved: withBundleInputs(fs.readFileSync(log, 'utf8').split('\n')), stdout, exitCode };
   } finally {
     await api.stop();
   }
