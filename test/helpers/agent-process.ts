@@ -172,6 +172,9 @@ export class AgentSandbox {
     scenario = path.join(PROJECT_ROOT, 'scenarios', '910b-8chip.json'),
     options: SandboxOptions = {},
   ): Promise<AgentSandbox> {
+    if (options.apiProcess === true && options.api !== undefined) {
+      throw new Error('SandboxOptions: api options need the stand-in in this process (not with apiProcess)');
+    }
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), options.prefix ?? 'npu-it-'));
     makeDeviceNodes(path.join(dir, 'dev'));
     for (const sub of ['sys', 'host', 'state']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
@@ -180,7 +183,6 @@ export class AgentSandbox {
     const kubeconfig = path.join(dir, 'kubeconfig');
     let api: KubeApiStandIn | ChildProcess;
     if (options.apiProcess === true) {
-      if (options.api !== undefined) throw new Error('SandboxOptions: api options need the stand-in in this process');
       api = await apiProcess(kubeconfig, options.token);
     } else {
       api = await KubeApiStandIn.start(options.api);
