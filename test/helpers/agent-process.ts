@@ -131,6 +131,9 @@ export interface AgentSpawnOptions {
   readonly resource?: string;
 }
 
+/** How long the API stand-in's process has to start, and to stop before it is killed. */
+const API_PROCESS_TIMEOUT_MS = 30_000;
+
 /** Forks test/helpers/api-process.ts and writes the kubeconfig it answers with (mode 0600). */
 async function apiProcess(kubeconfig: string, token: string | undefined): Promise<ChildProcess> {
   const child = fork(path.join(PROJECT_ROOT, 'test', 'helpers', 'api-process.ts'), [], {
@@ -138,10 +141,16 @@ async function apiProcess(kubeconfig: string, token: string | undefined): Promis
     env: { ...process.env, SANDBOX_NODE_NAME: NODE_NAME, ...(token !== undefined ? { SANDBOX_TOKEN: token } : {}) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  let timer: NodeJS.Timeout | undefined;
   const text = await new Promise<string>((resolve, reject) => {
     child.once('message', (m: { kubeconfig: string }) => resolve(m.kubeconfig));
     child.once('exit', (code, signal) => reject(new Error(`API stand-in process exited (${code ?? signal})`)));
-  });
+    // a child that never answers cannot wedge the caller
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`API stand-in process did not answer in ${API_PROCESS_TIMEOUT_MS} ms`));
+    }, API_PROCESS_TIMEOUT_MS);
+  }).finally(() => clearTimeout(timer));
   fs.writeFileSync(kubeconfig, text, { mode: 0o600 });
   return child;
 }
@@ -356,7 +365,9 @@ export class AgentSandbox {
     else if (api.exitCode === null && api.signalCode === null) {
       const exited = new Promise((r) => api.once('exit', r));
       api.send({ type: 'stop' });
+      const kill = setTimeout(() => api.kill('SIGKILL'), API_PROCESS_TIMEOUT_MS); // a wedged child cannot wedge close
       await exited;
+      clearTimeout(kill);
     }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
