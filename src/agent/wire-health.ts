@@ -50,6 +50,7 @@ export async function wireHealth(ctx: AgentContext, hw: DcmiLayer, store: NodeSt
     state: store,
     clock,
     sink: (batch) => store.applyEvents(batch),
+    onQueued: () => store.inputComing(),
     listWatchPeriodMs: flags.listWatchPeriod * 1000,
     ...(hccnUsable
       ? { linkStatus: async (phy: number) => (await queryLinkStatus({ toolPath: hccnTool, env: hccnEnv }, phy)).status }

@@ -39,6 +39,11 @@ export interface IntakeQueueOptions {
    * a previous batch of more than one event sooner waits (for the rest of the window); 0 turns the window off.
    */
   readonly coalesceWindowMs?: number;
+  /**
+   * Called when a batch is due in this turn of the event loop (its flush is queued on `setImmediate`): the store then
+   * lets its deferred projections wait one turn, so the batch's cycle and kubelet send go first (issue [P] item 5).
+   */
+  readonly onQueued?: () => void;
 }
 
 /** Recoveries held since one monotonic millisecond, released together. */
@@ -158,7 +163,10 @@ export class IntakeQueue {
     const wait =
       this.#lastBatch > 1 ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.monotonic()) : 0;
     if (wait > 0) this.#after(wait, () => this.#flush());
-    else setImmediate(() => this.#flush());
+    else {
+      setImmediate(() => this.#flush());
+      this.#o.onQueued?.();
+    }
   }
 
   #flush(): void {

@@ -53,6 +53,8 @@ export interface HealthMonitorOptions {
   readonly state: ChipStateReader;
   /** Receives every batch (the store's `applyEvents`). Called synchronously; must not throw. */
   readonly sink: (events: readonly FaultEvent[]) => void;
+  /** A batch is due in this turn of the event loop (the intake's `onQueued`: the store's `inputComing`). */
+  readonly onQueued?: () => void;
   readonly clock: Clock;
   /** `-listWatchPeriod` × 1000. */
   readonly listWatchPeriodMs: number;
@@ -134,6 +136,7 @@ export class HealthMonitor {
       ...(options.recoveryDelayMs !== undefined ? { recoveryDelayMs: options.recoveryDelayMs } : {}),
       ...(options.queueCapacity !== undefined ? { capacity: options.queueCapacity } : {}),
       ...(options.coalesceWindowMs !== undefined ? { coalesceWindowMs: options.coalesceWindowMs } : {}),
+      ...(options.onQueued ? { onQueued: options.onQueued } : {}),
     });
     const link = options.linkStatus
       ? new LinkLimiter({

@@ -294,9 +294,11 @@ function sameView(view: ChipView, raw: ChipView, derived: Derived, state: ChipSt
 /** How a listener is called. */
 export interface ListenOptions {
   /**
-   * Called from one `setImmediate` after the cycle's turn instead of in it, with every snapshot (or event batch) in
-   * order: for the projections that need not go first (metrics, the ConfigMap queue, Events), so the cycle's turn
-   * ends with the kubelet send and the durable save (docs/architecture.md "One fault").
+   * Called after the cycle's turn instead of in it, with every snapshot (or event batch) in order: for the
+   * projections that need not go first (metrics, the ConfigMap queue, Events), so the cycle's turn ends with the
+   * kubelet send and the durable save (docs/architecture.md "One fault"). One deferred call per `setImmediate`, and
+   * none in a turn whose poll phase queued a fault batch ({@link NodeStateStore.inputComing}): a fault that arrives
+   * while they run waits for one call, not for all of them.
    */
   readonly deferred?: boolean;
 }
@@ -324,7 +326,11 @@ export class NodeStateStore {
   readonly #laterListeners = new Set<StateListener>();
   readonly #laterEventListeners = new Set<(events: readonly AppliedFaultEvent[]) => void>();
   #later: Later[] = [];
+  /** The deferred calls left of the item being delivered (one per listener). */
+  #laterCalls: (() => void)[] = [];
   #laterScheduled = false;
+  /** A fault batch is queued for this turn's check phase ({@link inputComing}): the next deferred call waits. */
+  #inputComing = false;
   readonly #durableListeners = new Set<() => void>();
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
@@ -405,15 +411,29 @@ export class NodeStateStore {
    * queue before its flush).
    */
   flushDeferred(): void {
-    const later = this.#later;
-    this.#later = [];
-    for (const item of later) {
-      if (item.state) {
-        for (const l of [...this.#laterListeners]) this.#call(() => l(item.state!, item.change!), 'state listener');
-      } else {
-        for (const l of [...this.#laterEventListeners]) this.#call(() => l(item.events!), 'fault-event listener');
-      }
+    for (let call = this.#nextLaterCall(); call; call = this.#nextLaterCall()) call();
+  }
+
+  /**
+   * The health layer's intake has queued a fault batch for this turn's check phase (it runs the cycle there): the
+   * next deferred call waits one turn, so that the batch's cycle and kubelet send do not queue behind it (issue [P]
+   * item 5). Cleared by the next cycle, or by that one wait: a batch that never comes holds nothing up.
+   */
+  inputComing(): void {
+    this.#inputComing = true;
+  }
+
+  /** The next deferred call (the next item's listeners are taken when its turn comes), or undefined. */
+  #nextLaterCall(): (() => void) | undefined {
+    if (this.#laterCalls.length === 0) {
+      const item = this.#later.shift();
+      if (item === undefined) return undefined;
+      this.#laterCalls = item.state
+        ? [...this.#laterListeners].map((l) => () => this.#call(() => l(item.state!, item.change!), 'state listener'))
+        : [...this.#laterEventListeners].map((l) => () => this.#call(() => l(item.events!), 'fault-event listener'));
+      if (this.#laterCalls.length === 0) return this.#nextLaterCall();
     }
+    return this.#laterCalls.shift();
   }
 
   /**
@@ -442,6 +462,7 @@ export class NodeStateStore {
 
   /** Applies a batch of events in one cycle, now. */
   applyEvents(events: readonly FaultEvent[]): void {
+    this.#inputComing = false;
     if (events.length === 0) return;
     this.#submit({ cause: 'events', events });
   }
@@ -747,18 +768,28 @@ export class NodeStateStore {
   }
 
   /**
-   * Queues for the deferred listeners; one `setImmediate` delivers everything queued meanwhile, in order. It is an
-   * event-loop position, not a delay: HTTP/2 queues a stream's frames for the check phase of the turn it was written
-   * in, as a native immediate, which Node runs before the JavaScript immediates of the same phase — so the kubelet's
-   * ListAndWatch frame has left when the deferred projections run (issue [P] item 5).
+   * Queues for the deferred listeners, delivered in order, one call per `setImmediate`. It is an event-loop
+   * position, not a delay: HTTP/2 queues a stream's frames for the check phase of the turn it was written in, as a
+   * native immediate, which Node runs before the JavaScript immediates of the same phase — so the kubelet's
+   * ListAndWatch frame has left when the deferred projections run. One call per turn, and none in a turn whose poll
+   * phase queued a fault batch: a fault arriving meanwhile waits for at most one projection (issue [P] item 5).
    */
   #defer(item: Later): void {
     this.#later.push(item);
+    this.#scheduleLater();
+  }
+
+  #scheduleLater(): void {
     if (this.#laterScheduled) return;
     this.#laterScheduled = true;
     setImmediate(() => {
       this.#laterScheduled = false;
-      this.flushDeferred();
+      if (this.#inputComing) {
+        this.#inputComing = false; // one turn at most: the batch's cycle runs in this check phase
+      } else {
+        this.#nextLaterCall()?.();
+      }
+      if (this.#laterCalls.length > 0 || this.#later.length > 0) this.#scheduleLater();
     });
   }
 

@@ -174,3 +174,20 @@ describe('architecture §2 bounded intake, batching', () => {
     expect([r.batches, r.clock.pending(), r.queue.isHeld(0, SEP)]).toEqual([[], 0, false]);
   });
 });
+
+describe('issue [P] item 5: the store hears of a batch due in this turn', () => {
+  test('onQueued is called once when a batch is queued for this turn, before its flush', async () => {
+    let queued = 0;
+    let batchesAtQueued = -1;
+    const r = rig({
+      onQueued: () => {
+        queued++;
+        batchesAtQueued = r.batches.length;
+      },
+    });
+    r.queue.push(ev(0, SEP, 'occur', 0));
+    r.queue.push(ev(1, SEP, 'occur', 0)); // same batch: no second call
+    await r.clock.advance(0);
+    expect([queued, batchesAtQueued, r.batches.length]).toEqual([1, 0, 1]);
+  });
+});

@@ -203,6 +203,10 @@ describe('sameJson (the store compares chip views without building their JSON te
 
 describe('issue [P] item 5: deferred listeners (the projections after the kubelet send)', () => {
   const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+  /** Enough turns for every deferred call queued so far (one call per turn). */
+  const turns = async (n = 12): Promise<void> => {
+    for (let i = 0; i < n; i++) await nextTurn();
+  };
 
   test('a deferred listener is not called in the cycle, and is called after it with the snapshot and its change', async () => {
     const { store } = makeStore();
@@ -222,7 +226,7 @@ describe('issue [P] item 5: deferred listeners (the projections after the kubele
     store.onFaultEvents((e) => order.push(`events later ${e.length}`), { deferred: true });
     store.applyEvents([ev(0, SEPARATE)]);
     store.applyEvents([ev(1, SEPARATE), ev(2, SEPARATE)]);
-    await nextTurn();
+    await turns();
     expect(order).toEqual(['now 1', 'now 2', 'later 1', 'events later 1', 'later 2', 'events later 2']);
   });
 
@@ -257,7 +261,43 @@ describe('issue [P] item 5: deferred listeners (the projections after the kubele
     );
     store.onChange(() => (reached = true), { deferred: true });
     store.applyEvents([ev(0, SEPARATE)]);
-    await nextTurn();
+    await turns();
     expect(reached).toBe(true);
+  });
+
+  test('one deferred call per turn of the event loop: a fault arriving meanwhile waits for one projection, not all', async () => {
+    const { store } = makeStore();
+    const order: string[] = [];
+    store.onChange(() => order.push('metrics'), { deferred: true });
+    store.onChange(() => order.push('configmap'), { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    await nextTurn();
+    const afterOne = [...order];
+    await turns();
+    expect([afterOne, order]).toEqual([['metrics'], ['metrics', 'configmap']]);
+  });
+
+  test('a turn whose poll phase queued a fault batch (inputComing) runs its cycle before any deferred call', async () => {
+    const { store } = makeStore();
+    const order: string[] = [];
+    store.onChange((s) => order.push(`now ${s.seq}`));
+    store.onChange((s) => order.push(`later ${s.seq}`), { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]); // queues its deferred call for the next check phase
+    store.inputComing(); // as the intake does in the poll phase, just before it queues its flush
+    setImmediate(() => store.applyEvents([ev(1, SEPARATE)])); // the intake's flush, queued after that call
+    await turns();
+    expect(order).toEqual(['now 1', 'now 2', 'later 1', 'later 2']);
+  });
+
+  test('inputComing without a batch holds the deferred calls for one turn only', async () => {
+    const { store } = makeStore();
+    const order: string[] = [];
+    store.onChange((s) => order.push(`later ${s.seq}`), { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    store.inputComing();
+    await nextTurn();
+    const held = [...order];
+    await nextTurn();
+    expect([held, order]).toEqual([[], ['later 1']]);
   });
 });
