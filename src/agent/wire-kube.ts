@@ -179,6 +179,8 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     // the queue's counters are read after each API call of the publisher, once its awaiting callers ran
     api: observeCalls(api.core, () => void setImmediate(syncConfigMapMetrics)),
     watch: api.watch,
+    defer: (run) => store.later(run), // a write due at its timer waits for a fault batch of that turn
+
     nodeName: config.nodeName,
     runMode: hw.runMode,
     logger: log,
@@ -207,14 +209,15 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     void labeler.cycle(state.chips).then(() => publisher.changed());
   };
   // Every output is a projection of the same snapshot (architecture §2); these after the cycle's turn, once the
-  // kubelet's frame has left (issue [P] item 5: the ConfigMap and the Events wait a second and a token anyway).
+  // kubelet's frame has left (issue [P] item 5: the ConfigMap and the Events wait a second and a token anyway), and
+  // each Event in a turn of its own (`store.later`): a fault arriving meanwhile waits for one of them at most.
   store.onChange(
     (state, change) => {
       publisher.noteTransitions(change.transitions);
       publisher.changed();
       syncConfigMapMetrics();
       stowCycle(state);
-      for (const e of transitionEvents(change.transitions, nameOf)) events.record(e);
+      for (const e of transitionEvents(change.transitions, nameOf)) store.later(() => events.record(e));
     },
     { deferred: true },
   );
@@ -222,7 +225,9 @@ export function wireKube(ctx: AgentContext, d: KubeDeps): KubeLayer {
     (applied) => {
       // spec K.1; A5 names the chip by logic id (`logicID:<id>`)
       const a5 = hw.kind === 'Ascend910A5';
-      for (const e of applied) events.record(faultEvent(config.nodeName, a5 ? { ...e, a5 } : e, e.time));
+      for (const e of applied) {
+        store.later(() => events.record(faultEvent(config.nodeName, a5 ? { ...e, a5 } : e, e.time)));
+      }
     },
     { deferred: true },
   );

@@ -27,6 +27,13 @@ export interface StateLayer {
   save(): Promise<void>;
 }
 
+/**
+ * The outputs' quiet period (NodeStateStore `outputQuietMs`): metrics, the ConfigMap, Events and debounced saves
+ * wait until no fault batch came for 2 ms (at most 50 ms), so that the DCMI events of one failure, which arrive
+ * within a few ms of each other, reach kubelet without output work between them (issue [P] item 5).
+ */
+const OUTPUT_QUIET_MS = 2;
+
 /** What the state layer is built from. */
 export interface StateDeps {
   readonly hw: DcmiLayer;
@@ -57,12 +64,15 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     hyperPlane: kind === 'Ascend910A5', // D.6: hyper-plane codes and the derived UB codes
     ...(healthGroups ? { healthGroups } : {}),
   });
+  // a save due at a timer (the debounce) waits for the store's output lane (issue [P] item 5); set once it exists
+  let lane: ((run: () => void) => void) | undefined;
   const persistence = new EngineStatePersistence({
     dir: flags.stateDir,
     nodeName: ctx.config.nodeName,
     logger: log,
     clock: ctx.clock,
     ...(d.events ? { events: d.events } : {}),
+    defer: (run) => (lane ? lane(run) : run()),
   });
   const store = new NodeStateStore({
     engine,
@@ -73,7 +83,9 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     runMode,
     loadDurable: () => persistence.load(),
     logger: log,
+    outputQuietMs: OUTPUT_QUIET_MS,
   });
+  lane = (run) => store.later(run);
   ctx.cleanups.push('store', () => store.stop());
   // spec L.9: the switch level table enters the store; with an API server the kube wiring puts the fault-config
   // ConfigMap's SwitchFaultCode.json key over the file (F.8)

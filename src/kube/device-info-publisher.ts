@@ -140,6 +140,12 @@ export interface LateStartupResult {
 /** Options of a {@link DeviceInfoPublisher}. */
 export interface DeviceInfoPublisherOptions {
   readonly api: DeviceInfoApi;
+  /**
+   * Where a decision due at a timer (the end of the minimum interval, the heartbeat) runs: the agent's output lane
+   * (`store.later`), so that the write it starts does not hold up a fault batch of the same turn (issue [P] item 5).
+   * Default: in the timer's callback.
+   */
+  readonly defer?: (run: () => void) => void;
   /** Watch of the object (client-node's, or a kubeconfig to build it); absent: edits are seen at the next write. */
   readonly watch?: WatchFn | k8s.KubeConfig;
   readonly nodeName: string;
@@ -565,7 +571,8 @@ export class DeviceInfoPublisher {
       () => {
         this.#timer = undefined;
         this.#timerAt = undefined;
-        this.#evaluate();
+        if (this.#o.defer) this.#o.defer(() => this.#evaluate());
+        else this.#evaluate();
       },
       Math.max(0, at - now),
     );

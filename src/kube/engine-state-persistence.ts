@@ -79,6 +79,8 @@ export interface EngineStatePersistenceOptions {
   readonly events?: EventSink;
   readonly debounceMs?: number;
   readonly minIntervalMs?: number;
+  /** Where a save due at a timer starts (SaveSchedulerOptions.defer); default: in the timer's callback. */
+  readonly defer?: (run: () => void) => void;
 }
 
 /** Counters of {@link EngineStatePersistence}. */
@@ -107,6 +109,12 @@ export interface SaveSchedulerOptions {
   readonly minIntervalMs?: number;
   /** Saves allowed back to back (default {@link SAVE_BURST}). */
   readonly burst?: number;
+  /**
+   * Where a save due at a timer (the debounce, the rate) starts: the agent's output lane (`store.later`), so that it
+   * does not hold up a fault batch of the same turn (issue [P] item 5). A save asked for at once (escalation state)
+   * never goes through it. Default: in the timer's callback.
+   */
+  readonly defer?: (run: () => void) => void;
 }
 
 /**
@@ -116,6 +124,7 @@ export interface SaveSchedulerOptions {
  */
 export class SaveScheduler {
   readonly #run: () => Promise<void> | void;
+  readonly #defer: ((run: () => void) => void) | undefined;
   readonly #clock: Clock;
   readonly #minInterval: number;
   /** Monotonic time by which the pending save should start; undefined when none is pending. */
@@ -130,6 +139,7 @@ export class SaveScheduler {
 
   constructor(o: SaveSchedulerOptions) {
     this.#run = o.run;
+    this.#defer = o.defer;
     this.#clock = o.clock ?? SYSTEM_CLOCK;
     this.#minInterval = o.minIntervalMs ?? SAVE_MIN_INTERVAL_MS;
     this.#burst = Math.max(1, o.burst ?? SAVE_BURST);
@@ -197,7 +207,8 @@ export class SaveScheduler {
     this.#timer = this.#clock.setTimeout(() => {
       this.#timer = undefined;
       this.#timerAt = Infinity;
-      this.#arm();
+      if (this.#defer) this.#defer(() => this.#arm());
+      else this.#arm();
     }, at - now);
   }
 
@@ -280,6 +291,7 @@ export class EngineStatePersistence {
       run: () => this.#scheduledSave(),
       clock,
       ...(options.minIntervalMs !== undefined ? { minIntervalMs: options.minIntervalMs } : {}),
+      ...(options.defer ? { defer: options.defer } : {}),
     });
   }
 

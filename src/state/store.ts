@@ -193,6 +193,17 @@ export interface NodeStateStoreOptions {
   /** The state the previous run left (the state file), read by {@link NodeStateStore.restore}. */
   readonly loadDurable?: () => DurableState | undefined;
   readonly logger?: Logger;
+  /**
+   * The output lane's quiet period, ms on the monotonic clock (default 0: off): deferred projections and
+   * {@link NodeStateStore.later} tasks wait until no fault batch came for this long, so that a burst of faults
+   * reaches kubelet between none of them (issue [P] item 5). Bounded by {@link outputMaxWaitMs}.
+   */
+  readonly outputQuietMs?: number;
+  /**
+   * Longest the lane waits for quiet, ms (default 50): from the moment work entered an empty lane; past it, the lane
+   * runs without waiting until it is empty again, so a storm delays outputs, never piles them up.
+   */
+  readonly outputMaxWaitMs?: number;
 }
 
 type Op = {
@@ -303,11 +314,15 @@ export interface ListenOptions {
   readonly deferred?: boolean;
 }
 
-/** What waits for the deferred listeners: a snapshot and its change, or a cycle's applied fault events. */
+/**
+ * What waits for the deferred listeners: a snapshot and its change, or a cycle's applied fault events; or a task an
+ * output queued itself ({@link NodeStateStore.later}).
+ */
 interface Later {
   readonly state?: NodeState;
   readonly change?: StateChange;
   readonly events?: readonly AppliedFaultEvent[];
+  readonly task?: () => void;
 }
 
 /** The one store. */
@@ -331,6 +346,13 @@ export class NodeStateStore {
   #laterScheduled = false;
   /** A fault batch is queued for this turn's check phase ({@link inputComing}): the next deferred call waits. */
   #inputComing = false;
+  readonly #quietMs: number;
+  readonly #maxWaitMs: number;
+  /** Monotonic time of the last fault batch (applied or announced). */
+  #lastInputAt = -Infinity;
+  /** Monotonic time work entered the empty lane (undefined: the lane is empty). */
+  #laneSince: number | undefined;
+  #laterTimer: TimerHandle | undefined;
   readonly #durableListeners = new Set<() => void>();
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
@@ -363,6 +385,8 @@ export class NodeStateStore {
     this.#runMode = options.runMode ?? 'Ascend910';
     this.#loadDurable = options.loadDurable;
     this.#log = options.logger ?? NOOP_LOGGER;
+    this.#quietMs = Math.max(0, options.outputQuietMs ?? 0);
+    this.#maxWaitMs = Math.max(0, options.outputMaxWaitMs ?? 50);
     this.#refreshChips(true);
     this.#state = Object.freeze({
       seq: 0,
@@ -412,6 +436,7 @@ export class NodeStateStore {
    */
   flushDeferred(): void {
     for (let call = this.#nextLaterCall(); call; call = this.#nextLaterCall()) call();
+    this.#laneSince = undefined;
   }
 
   /**
@@ -421,6 +446,18 @@ export class NodeStateStore {
    */
   inputComing(): void {
     this.#inputComing = true;
+    if (this.#quietMs > 0) this.#lastInputAt = this.#clock.monotonic();
+  }
+
+  /**
+   * Runs `task` in the deferred projections' lane: after what is deferred already, in a turn of its own, never in a
+   * turn whose poll phase queued a fault batch ({@link inputComing}). For an output's own work that need not go
+   * first (one Event, a ConfigMap write whose minimum interval ended, a debounced state save), so that a fault
+   * arriving meanwhile waits for one such task at most (issue [P] item 5). A task that throws is logged.
+   */
+  later(task: () => void): void {
+    this.#later.push({ task });
+    this.#scheduleLater();
   }
 
   /** The next deferred call (the next item's listeners are taken when its turn comes), or undefined. */
@@ -428,6 +465,7 @@ export class NodeStateStore {
     if (this.#laterCalls.length === 0) {
       const item = this.#later.shift();
       if (item === undefined) return undefined;
+      if (item.task) return () => this.#call(item.task!, 'deferred task');
       this.#laterCalls = item.state
         ? [...this.#laterListeners].map((l) => () => this.#call(() => l(item.state!, item.change!), 'state listener'))
         : [...this.#laterEventListeners].map((l) => () => this.#call(() => l(item.events!), 'fault-event listener'));
@@ -458,12 +496,15 @@ export class NodeStateStore {
     this.#stopped = true;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#laterTimer !== undefined) this.#clock.clearTimeout(this.#laterTimer);
+    this.#laterTimer = undefined;
   }
 
   /** Applies a batch of events in one cycle, now. */
   applyEvents(events: readonly FaultEvent[]): void {
     this.#inputComing = false;
     if (events.length === 0) return;
+    if (this.#quietMs > 0) this.#lastInputAt = this.#clock.monotonic();
     this.#submit({ cause: 'events', events });
   }
 
@@ -782,15 +823,39 @@ export class NodeStateStore {
   #scheduleLater(): void {
     if (this.#laterScheduled) return;
     this.#laterScheduled = true;
+    const wait = this.#quietWait();
+    if (wait > 0) {
+      this.#laterTimer = this.#clock.setTimeout(() => {
+        this.#laterTimer = undefined;
+        this.#laterScheduled = false;
+        this.#scheduleLater();
+      }, wait);
+      return;
+    }
     setImmediate(() => {
       this.#laterScheduled = false;
+      if (this.#quietWait() > 0) {
+        this.#scheduleLater(); // a batch came meanwhile
+        return;
+      }
       if (this.#inputComing) {
         this.#inputComing = false; // one turn at most: the batch's cycle runs in this check phase
       } else {
         this.#nextLaterCall()?.();
       }
       if (this.#laterCalls.length > 0 || this.#later.length > 0) this.#scheduleLater();
+      else this.#laneSince = undefined;
     });
+  }
+
+  /** How long the lane still waits for quiet (0: it may run now); see {@link NodeStateStoreOptions.outputQuietMs}. */
+  #quietWait(): number {
+    if (this.#quietMs === 0) return 0;
+    const now = this.#clock.monotonic();
+    this.#laneSince ??= now;
+    const quietAt = this.#lastInputAt + this.#quietMs;
+    if (quietAt <= now || now - this.#laneSince >= this.#maxWaitMs) return 0;
+    return Math.min(quietAt, this.#laneSince + this.#maxWaitMs) - now;
   }
 
   #notifyDurable(): void {

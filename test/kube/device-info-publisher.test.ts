@@ -297,6 +297,33 @@ describe('H.4 the content is built when a write can be due, not per change', () 
   });
 });
 
+describe('issue [P] item 5: a write due at its timer starts in the output lane', () => {
+  test('H.4 the write due at the end of the minimum interval waits for `defer` to run it', async () => {
+    const lane: (() => void)[] = [];
+    h.publisher = new DeviceInfoPublisher({
+      api: h.core,
+      nodeName: NODE,
+      runMode: 'Ascend910',
+      view: (now) => deviceInfoViewOf(h.store.snapshot().chips, VIEW, now),
+      separation: storeSeparationHost(h.store, 'Ascend910'),
+      events: h.events,
+      confirmedManual: '',
+      clock: h.clock,
+      defer: (run) => lane.push(run),
+    });
+    await h.publisher.start();
+    await h.settle();
+    const writes = (): number => api.writeCount({ resource: 'configmaps', name: CM });
+    h.cycle([{ logicId: 3, code: SEP }]); // within the first write's second: due at its end
+    await h.settle();
+    await h.advance(1000);
+    const held = [writes(), lane.length];
+    for (const run of lane.splice(0)) run();
+    await h.settle();
+    expect([held, writes()]).toEqual([[1, 1], 2]);
+  });
+});
+
 describe('G.3 start-up load', () => {
   test('G.3 a name listed without a reason is adopted at start with an autofill reason, which is written back', async () => {
     await h.core.createNamespacedConfigMap({

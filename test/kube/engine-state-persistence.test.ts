@@ -123,6 +123,19 @@ describe('issue 12 item 8: save scheduling (injected clock)', () => {
     expect(s.started).toBeLessThanOrEqual(1000 / SAVE_MIN_INTERVAL_MS + SAVE_BURST);
   });
 
+  test('issue [P] item 5: a save due at its timer starts in `defer`; one asked for at once does not wait for it', async () => {
+    const clock = new FakeClock();
+    const lane: (() => void)[] = [];
+    const s = new SaveScheduler({ clock, run: () => undefined, defer: (run) => lane.push(run) });
+    s.request(SAVE_DEBOUNCE_MS);
+    await clock.advance(SAVE_DEBOUNCE_MS);
+    const held = [s.started, lane.length];
+    for (const run of lane.splice(0)) run();
+    const debounced = s.started;
+    s.request(0);
+    expect([held, debounced, s.started]).toEqual([[0, 1], 1, 2]);
+  });
+
   test('a few changes in quick succession are each saved at once', () => {
     const clock = new FakeClock();
     const s = new SaveScheduler({ clock, run: () => undefined });

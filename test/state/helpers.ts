@@ -18,6 +18,7 @@ export function testStore(
   o: {
     chips?: number;
     loadDurable?: () => DurableState | undefined;
+    outputQuietMs?: number;
   } = {},
 ): TestStore {
   const clock = new FakeClock();
@@ -30,6 +31,7 @@ export function testStore(
     clock,
     listWatchPeriodMs: 5000,
     ...(o.loadDurable ? { loadDurable: o.loadDurable } : {}),
+    ...(o.outputQuietMs !== undefined ? { outputQuietMs: o.outputQuietMs } : {}),
   });
   return { store, clock, engine };
 }

@@ -301,3 +301,65 @@ describe('issue [P] item 5: deferred listeners (the projections after the kubele
     expect([held, order]).toEqual([[], ['later 1']]);
   });
 });
+
+describe('issue [P] item 5: the output lane (later tasks, the quiet period)', () => {
+  const turns = async (n = 12): Promise<void> => {
+    for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  test('later(task) runs after what was deferred before it, in a turn of its own', async () => {
+    const { store } = makeStore();
+    const order: string[] = [];
+    store.onChange(() => order.push('projection'), { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    store.later(() => order.push('task'));
+    await new Promise((r) => setImmediate(r));
+    const afterOne = [...order];
+    await turns();
+    expect([afterOne, order]).toEqual([['projection'], ['projection', 'task']]);
+  });
+
+  test('a throwing later task does not stop the lane', async () => {
+    const { store } = makeStore();
+    let reached = false;
+    store.later(() => {
+      throw new Error('boom');
+    });
+    store.later(() => (reached = true));
+    await turns();
+    expect(reached).toBe(true);
+  });
+
+  test('with outputQuietMs the outputs wait until no fault batch came for that long', async () => {
+    const { store, clock } = testStore({ outputQuietMs: 2 });
+    let ran = 0;
+    store.onChange(() => ran++, { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    await turns();
+    const beforeQuiet = ran;
+    await clock.advance(2);
+    await turns();
+    expect([beforeQuiet, ran]).toEqual([0, 1]);
+  });
+
+  test('a fault batch within the quiet period puts the outputs off again, a storm past outputMaxWaitMs (50) does not', async () => {
+    const { store, clock } = testStore({ outputQuietMs: 2, chips: 4 });
+    const ranAt: number[] = [];
+    let published = 0;
+    store.onChange(() => published++);
+    store.onChange(() => ranAt.push(clock.monotonic()), { deferred: true });
+    for (let ms = 0; ms < 80; ms++) {
+      store.applyEvents([ev(ms % 4, SEPARATE, ms % 8 < 4 ? 'occur' : 'recover')]); // a batch every 1 ms
+      await clock.advance(1);
+      await turns(2);
+    }
+    // nothing ran while batches came every 1 ms, until 50 ms after the first output entered the lane
+    expect(ranAt[0]).toBeGreaterThanOrEqual(50);
+    expect(ranAt[0]).toBeLessThanOrEqual(52);
+    // then the lane runs without waiting until it is empty: it keeps up during the storm, and loses nothing
+    const duringStorm = ranAt.length;
+    await clock.advance(2); // the quiet after the storm
+    await turns(40);
+    expect([duringStorm > published / 2, ranAt.length]).toEqual([true, published]);
+  });
+});
