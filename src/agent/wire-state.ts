@@ -64,15 +64,15 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     hyperPlane: kind === 'Ascend910A5', // D.6: hyper-plane codes and the derived UB codes
     ...(healthGroups ? { healthGroups } : {}),
   });
-  // a save due at a timer (the debounce) waits for the store's output lane (issue [P] item 5); set once it exists
-  let lane: ((run: () => void) => void) | undefined;
   const persistence = new EngineStatePersistence({
     dir: flags.stateDir,
     nodeName: ctx.config.nodeName,
     logger: log,
     clock: ctx.clock,
     ...(d.events ? { events: d.events } : {}),
-    defer: (run) => (lane ? lane(run) : run()),
+    // a save due at a timer (the debounce) waits in the store's output lane (issue [P] item 5); timers fire only
+    // after the store below exists
+    defer: (run) => store.later(run),
   });
   const store = new NodeStateStore({
     engine,
@@ -85,7 +85,6 @@ export function wireState(ctx: AgentBase, d: StateDeps): StateLayer {
     logger: log,
     outputQuietMs: OUTPUT_QUIET_MS,
   });
-  lane = (run) => store.later(run);
   ctx.cleanups.push('store', () => store.stop());
   // spec L.9: the switch level table enters the store; with an API server the kube wiring puts the fault-config
   // ConfigMap's SwitchFaultCode.json key over the file (F.8)
