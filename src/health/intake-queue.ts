@@ -14,9 +14,11 @@
  *   callback (Node runs microtasks after each), so the batch is flushed from `setImmediate`, which runs once after
  *   every callback of the loop's poll phase. An idle agent still sends a lone event on at once (the check phase
  *   follows the poll phase of the same turn); a busy one sends everything that arrived meanwhile as one batch.
- *   Besides, while events keep arriving faster than that (the previous batch held more than one event), a batch
- *   that would follow the previous one within `coalesceWindowMs` waits for the rest of that window, so a storm costs
- *   at most one cycle (and one kubelet send) per window; a lone fault, or faults arriving one at a time, never wait.
+ *   Besides, while events keep arriving faster than that (the previous batch held more than one event and followed
+ *   the one before it within the window), a batch that would follow the previous one within `coalesceWindowMs`
+ *   waits for the rest of that window, so a storm costs at most one cycle (and one kubelet send) per window; a lone
+ *   fault, faults arriving one at a time, or a fault right after one larger batch (held recoveries released
+ *   together) never wait.
  */
 import { HYPER_PLANE_CODES, isNetworkCode, type FaultCode } from '../faults/codes.js';
 import type { FaultEvent } from '../faults/engine-types.js';
@@ -74,6 +76,8 @@ export class IntakeQueue {
   /** Monotonic time at which the last batch was handed to the sink (-Infinity: none yet), and its size. */
   #lastFlush = -Infinity;
   #lastBatch = 0;
+  /** Time between the last batch and the one before it (Infinity: fewer than two batches); ≤ the window: a burst. */
+  #lastGap = Infinity;
 
   constructor(options: IntakeQueueOptions) {
     this.#o = options;
@@ -160,8 +164,8 @@ export class IntakeQueue {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     // the window is a gap on the monotonic clock (issue [T] item 1), bounded by one window all the same
-    const wait =
-      this.#lastBatch > 1 ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.monotonic()) : 0;
+    const burst = this.#lastBatch > 1 && this.#lastGap <= this.#windowMs;
+    const wait = burst ? Math.min(this.#windowMs, this.#lastFlush + this.#windowMs - this.#o.clock.monotonic()) : 0;
     if (wait > 0) this.#after(wait, () => this.#flush());
     else {
       setImmediate(() => this.#flush());
@@ -175,7 +179,9 @@ export class IntakeQueue {
     const batch = this.#queue;
     this.#queue = [];
     if (batch.length > 0) this.#o.sink(batch);
-    this.#lastFlush = this.#o.clock.monotonic(); // after the cycle and its listeners: a gap between cycles
+    const now = this.#o.clock.monotonic(); // after the cycle and its listeners: a gap between cycles
+    this.#lastGap = now - this.#lastFlush;
+    this.#lastFlush = now;
     this.#lastBatch = batch.length;
   }
 

@@ -72,14 +72,17 @@ describe('issue [T] item 1: D.4 recovery hold under wall-clock steps', () => {
     });
     const occur = (logicId: number): FaultEvent => ({ logicId, code: SEP, assertion: 'occur', severity: 2, timeMs: 0 });
     queue.push(occur(0));
-    queue.push(occur(1)); // a batch of two: the next one keeps the window
+    queue.push(occur(1));
+    await clock.advance(0);
+    queue.push(occur(2));
+    queue.push(occur(3)); // a second batch of two right after the first: a burst, the next one keeps the window
     await clock.advance(0);
     clock.stepWall(-HOUR);
-    queue.push(occur(2));
+    queue.push(occur(0));
     await clock.advance(49);
-    expect(batches).toHaveLength(1);
+    expect(batches).toHaveLength(2);
     await clock.advance(1);
-    expect(batches.map((b) => b.length)).toEqual([2, 1]);
+    expect(batches.map((b) => b.length)).toEqual([2, 2, 1]);
   });
 });
 

@@ -164,6 +164,19 @@ describe('architecture §2 bounded intake, batching', () => {
     expect(r.batches.map((b) => b.length)).toEqual([1, 1, 2, 1]);
   });
 
+  test('issue [P] item 5: a fault right after one larger batch (held recoveries released together) does not wait for the window', async () => {
+    const r = rig({ coalesceWindowMs: 2 });
+    r.queue.push(ev(0, SEP, 'occur', r.clock.now()));
+    r.queue.push(ev(1, SEP, 'occur', r.clock.now()));
+    await r.clock.advance(10);
+    r.queue.push(ev(0, SEP, 'recover', r.clock.now()));
+    r.queue.push(ev(1, SEP, 'recover', r.clock.now())); // one hold group, released as one batch of two
+    await r.clock.advance(1000);
+    r.queue.push(ev(0, HBM, 'occur', r.clock.now())); // within the window of that batch
+    await r.clock.advance(0);
+    expect(r.batches.map((b) => b.length)).toEqual([2, 2, 1]);
+  });
+
   test('stop drops held and queued events and clears every timer', async () => {
     const r = rig();
     r.queue.push(ev(0, SEP, 'occur', r.clock.now()));
