@@ -30,6 +30,10 @@ COPY proto ./proto
 COPY src ./src
 COPY scripts ./scripts
 COPY test/fixtures/native ./test/fixtures/native
+# The code cache's training run (src/cli/code-cache-training.ts, part of the build) plays a start and two faults on
+# the mock library with the shipped rules and the demo's 8-chip scenario.
+COPY scenarios ./scenarios
+COPY faultCode.json faultCustomization.json ./
 # The README's production install: the full install builds the addon and dist/, then the dev dependencies go.
 RUN prefix="$(dirname "$(dirname "$(command -v node)")")" \
  && if [ -f "$prefix/include/node/node.h" ]; then export npm_config_nodedir="$prefix"; fi \
