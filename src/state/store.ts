@@ -353,6 +353,8 @@ export class NodeStateStore {
   /** Monotonic time work entered the empty lane (undefined: the lane is empty). */
   #laneSince: number | undefined;
   #laterTimer: TimerHandle | undefined;
+  /** Set by {@link stop}: the lane no longer waits for quiet. */
+  #laneOpen = false;
   readonly #durableListeners = new Set<() => void>();
   /** Last engine view object seen per chip (the engine rebuilds a view only when it re-evaluated the chip). */
   readonly #seenViews = new Map<number, ChipView>();
@@ -496,8 +498,14 @@ export class NodeStateStore {
     this.#stopped = true;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#laterTimer !== undefined) this.#clock.clearTimeout(this.#laterTimer);
-    this.#laterTimer = undefined;
+    this.#laneOpen = true;
+    if (this.#laterTimer !== undefined) {
+      // what waits for quiet is delivered now, as before the lane (the shutdown still flushes the ConfigMap queue)
+      this.#clock.clearTimeout(this.#laterTimer);
+      this.#laterTimer = undefined;
+      this.#laterScheduled = false;
+      this.#scheduleLater();
+    }
   }
 
   /** Applies a batch of events in one cycle, now. */
@@ -850,7 +858,7 @@ export class NodeStateStore {
 
   /** How long the lane still waits for quiet (0: it may run now); see {@link NodeStateStoreOptions.outputQuietMs}. */
   #quietWait(): number {
-    if (this.#quietMs === 0) return 0;
+    if (this.#quietMs === 0 || this.#laneOpen) return 0;
     const now = this.#clock.monotonic();
     this.#laneSince ??= now;
     const quietAt = this.#lastInputAt + this.#quietMs;

@@ -342,6 +342,18 @@ describe('issue [P] item 5: the output lane (later tasks, the quiet period)', ()
     expect([beforeQuiet, ran]).toEqual([0, 1]);
   });
 
+  test('a stopped store delivers what waited for quiet without waiting (the shutdown flushes after stop)', async () => {
+    const { store } = testStore({ outputQuietMs: 2 });
+    let ran = 0;
+    store.onChange(() => ran++, { deferred: true });
+    store.applyEvents([ev(0, SEPARATE)]);
+    await turns();
+    const beforeStop = ran;
+    store.stop();
+    await turns();
+    expect([beforeStop, ran]).toEqual([0, 1]);
+  });
+
   test('a fault batch within the quiet period puts the outputs off again, a storm past outputMaxWaitMs (50) does not', async () => {
     const { store, clock } = testStore({ outputQuietMs: 2, chips: 4 });
     const ranAt: number[] = [];
