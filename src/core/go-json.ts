@@ -111,7 +111,7 @@ export function isEmptyJsonSlice(json: string): boolean {
 /** `json.Marshal(v)` as a JS string (its UTF-8 encoding is Go's byte output). */
 export function marshalGo(value: GoValue, options: GoJsonOptions = {}): string {
   const out: string[] = [];
-  encode(value, out, options, '');
+  encode(value, out, options, []);
   return out.join('');
 }
 
@@ -187,7 +187,19 @@ export function marshalDeviceInfo(deviceList: Readonly<Record<string, string>> |
   return out + ',"UpdateTime":' + (Object.is(updateTime, -0) ? '0' : String(updateTime)) + '}';
 }
 
-function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void {
+/**
+ * Where the encoder is in the value: member names and slice indexes, turned into text (`.a[2].b`) only for an error
+ * (a path string per value was most of the encoder's allocation: issue [P] item 5).
+ */
+type GoPath = (string | number)[];
+
+function pathText(path: GoPath): string {
+  let s = '';
+  for (const p of path) s += typeof p === 'number' ? `[${p}]` : `.${p}`;
+  return s;
+}
+
+function encode(v: GoValue, out: string[], o: GoJsonOptions, path: GoPath): void {
   if (v === null) {
     out.push('null');
     return;
@@ -203,7 +215,9 @@ function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void
       out.push(v.toString(10));
       return;
     case 'number':
-      if (!Number.isSafeInteger(v)) throw new GoJsonError(`${v} is not a safe integer (use goFloat or a bigint)`, path);
+      if (!Number.isSafeInteger(v)) {
+        throw new GoJsonError(`${v} is not a safe integer (use goFloat or a bigint)`, pathText(path));
+      }
       out.push(Object.is(v, -0) ? '0' : String(v));
       return;
     default:
@@ -216,30 +230,38 @@ function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void
     case 'raw':
       out.push(v.json);
       return;
-    case 'slice':
-      if (v.items === null) {
+    case 'slice': {
+      const items = v.items;
+      if (items === null) {
         out.push('null');
         return;
       }
       out.push('[');
-      v.items.forEach((item, i) => {
+      for (let i = 0; i < items.length; i++) {
         if (i > 0) out.push(',');
-        encode(item, out, o, `${path}[${i}]`);
-      });
+        path.push(i);
+        encode(items[i]!, out, o, path);
+        path.pop();
+      }
       out.push(']');
       return;
+    }
     case 'map': {
-      if (v.entries === null) {
+      const entries = v.entries;
+      if (entries === null) {
         out.push('null');
         return;
       }
-      const keys = sortGoStrings([...v.entries.keys()]);
+      const keys = sortGoStrings(Array.from(entries.keys()));
       out.push('{');
-      keys.forEach((k, i) => {
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!;
         if (i > 0) out.push(',');
         out.push(goQuote(k, o), ':');
-        encode(v.entries!.get(k)!, out, o, `${path}.${k}`);
-      });
+        path.push(k);
+        encode(entries.get(k)!, out, o, path);
+        path.pop();
+      }
       out.push('}');
       return;
     }
@@ -251,7 +273,9 @@ function encode(v: GoValue, out: string[], o: GoJsonOptions, path: string): void
         if (!first) out.push(',');
         first = false;
         out.push(goQuote(f.name, o), ':');
-        encode(f.value, out, o, `${path}.${f.name}`);
+        path.push(f.name);
+        encode(f.value, out, o, path);
+        path.pop();
       }
       out.push('}');
       return;
@@ -276,8 +300,8 @@ function isEmptyValue(v: GoValue): boolean {
 }
 
 /** Go's float64 encoding: shortest round-trip digits, `%e` form outside [1e-6, 1e21) with a 2-digit exponent cleaned. */
-function formatFloat(f: number, path: string): string {
-  if (!Number.isFinite(f)) throw new GoJsonError(`unsupported value: ${f}`, path);
+function formatFloat(f: number, path: GoPath): string {
+  if (!Number.isFinite(f)) throw new GoJsonError(`unsupported value: ${f}`, pathText(path));
   if (Object.is(f, -0)) return '-0';
   // JS Number#toString uses the same shortest digits and the same [1e-6, 1e21) cut-over; its exponent form has
   // no leading zero ("1e-7"), which is Go's output after it removes the zero of "e-07".

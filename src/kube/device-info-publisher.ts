@@ -27,6 +27,7 @@ import { rejectedInputEvent, releaseUpgradeFaultEvent } from './agent-events.js'
 import { boundedText } from '../core/text.js';
 import {
   buildDeviceInfo,
+  buildDeviceInfoSnapshot,
   deviceInfoConfigMap,
   deviceInfoConfigMapName,
   DEVICE_INFO_NAMESPACE,
@@ -493,12 +494,15 @@ export class DeviceInfoPublisher {
     this.changed();
   }
 
+  /** The view at wall-clock time `wallMs`, with the DeviceList last written (spec H.3: its keys are kept). */
+  #view(wallMs: number): DeviceInfoView {
+    const view = this.#o.view(wallMs);
+    return this.#lastDeviceList ? { ...view, previousDeviceList: this.#lastDeviceList } : view;
+  }
+
   /** The content at wall-clock time `wallMs`. */
   #content(wallMs: number): DeviceInfoContent {
-    return buildDeviceInfo({
-      ...this.#o.view(wallMs),
-      ...(this.#lastDeviceList ? { previousDeviceList: this.#lastDeviceList } : {}),
-    });
+    return buildDeviceInfo(this.#view(wallMs));
   }
 
   /**
@@ -541,7 +545,7 @@ export class DeviceInfoPublisher {
     if (changed || verify) {
       const mark = this.#changes;
       const timing = this.#flushing ? { ...this.#o.timing, minIntervalMs: 0 } : this.#o.timing;
-      const d = decideWrite(last, snapshotOf(this.#content(this.#clock.now())), now, timing);
+      const d = decideWrite(last, buildDeviceInfoSnapshot(this.#view(this.#clock.now())), now, timing);
       if (d.action === 'skip') {
         this.#clean = mark; // the same as written: nothing to build until the next change
         return this.#arm(d.heartbeatAtMs, now);
@@ -847,15 +851,6 @@ export function contentFingerprint(
   }
   h.update(String(cm.immutable ?? false));
   return h.digest('hex');
-}
-
-function snapshotOf(c: DeviceInfoContent): Omit<WrittenSnapshot, 'writtenAtMs'> {
-  return {
-    deviceList: c.deviceList,
-    manuallySeparate: c.data[KEY_MANUALLY_SEPARATE] ?? '',
-    upgradeReasons: c.data[KEY_UPGRADE_REASON] ?? '',
-    ...(c.data[KEY_SWITCH_INFO] !== undefined ? { switchInfo: c.data[KEY_SWITCH_INFO] } : {}),
-  };
 }
 
 /**

@@ -8,15 +8,19 @@
 import type { FaultLevel } from '../faults/levels.js';
 import {
   goMap,
+  GoJsonError,
+  goQuote,
   goRaw,
   goSlice,
   goStruct,
   marshalDeviceInfo,
   marshalGo,
   sha256HexOfText,
+  sortGoStrings,
   type GoValue,
 } from '../core/go-json.js';
 import { childPath, GoDecoder, parseJsonText, type JsonNode, type ObjectFields } from '../core/json-text.js';
+import type { DeviceInfoSnapshot } from './write-policy.js';
 
 /** Namespace of the ConfigMap (spec H.1). */
 export const DEVICE_INFO_NAMESPACE = 'kube-system';
@@ -163,9 +167,24 @@ export function deviceInfoConfigMapName(nodeName: string): string {
   return DEVICE_INFO_NAME_PREFIX + nodeName;
 }
 
+/**
+ * What spec H.4's `same` test compares (the DeviceList, `ManuallySeparateNPU`, `UpgradeFaultReason`,
+ * `SwitchInfoCfg`), without the CheckCode and the `DeviceInfoCfg` text that only a write needs: the publisher
+ * decides with it whether a change is to be written (issue [P] item 5: a change that leaves the content as written
+ * costs the lists, not the hash and the serialisation of the whole value).
+ */
+export function buildDeviceInfoSnapshot(view: DeviceInfoView): DeviceInfoSnapshot {
+  return {
+    deviceList: buildDeviceList(view),
+    manuallySeparate: manuallySeparateValue(view.chips),
+    upgradeReasons: upgradeReasonValue(view.chips),
+    ...(view.switchInfoCfg !== undefined ? { switchInfo: view.switchInfoCfg } : {}),
+  };
+}
+
 /** Builds the ConfigMap `data` from the view (spec H.2, H.3, G.2, G.5). */
 export function buildDeviceInfo(view: DeviceInfoView): DeviceInfoContent {
-  const deviceList = buildDeviceList(view);
+  const { deviceList, manuallySeparate, upgradeReasons, switchInfo } = buildDeviceInfoSnapshot(view);
   // serialised once: hashed for the CheckCode and inserted as is (the bytes of deviceInfoGo's serialisation)
   const deviceInfo = marshalDeviceInfo(deviceList, view.updateTimeSec);
   const checkCode = sha256HexOfText(deviceInfo);
@@ -178,11 +197,11 @@ export function buildDeviceInfo(view: DeviceInfoView): DeviceInfoContent {
   if (view.rackId !== undefined) fields.push(['RackID', view.rackId]);
   const data: Record<string, string> = {
     [KEY_DEVICE_INFO]: marshalGo(goStruct(fields)),
-    [KEY_MANUALLY_SEPARATE]: manuallySeparateValue(view.chips),
-    [KEY_UPGRADE_REASON]: upgradeReasonValue(view.chips),
+    [KEY_MANUALLY_SEPARATE]: manuallySeparate,
+    [KEY_UPGRADE_REASON]: upgradeReasons,
     [KEY_DESCRIPTION]: DESCRIPTION_TEXT,
   };
-  if (view.switchInfoCfg !== undefined) data[KEY_SWITCH_INFO] = view.switchInfoCfg;
+  if (switchInfo !== undefined) data[KEY_SWITCH_INFO] = switchInfo;
   return { data, deviceList, checkCode };
 }
 
@@ -408,7 +427,7 @@ export function buildDeviceList(view: DeviceInfoView): Record<string, string> {
     list[`${r}-NetworkUnhealthy`] = names((c) => c.networkHealth === 'Unhealthy' || c.stickyNetworkUnhealthy === true);
     list[`${r}-Recovering`] = names((c) => c.resetting === true);
   }
-  list[view.faultKey ?? `${r}-Fault`] = marshalGo(goSlice(faultEntries(view.chips).map(faultEntryGo)));
+  list[view.faultKey ?? `${r}-Fault`] = marshalFaultEntries(faultEntries(view.chips));
   if (view.dpuUnhealthy !== undefined) list[`${r}-DPUUnhealthy`] = joinSorted(view.dpuUnhealthy);
   return list;
 }
@@ -487,6 +506,55 @@ export function faultEntryGo(e: FaultEntry): GoValue {
     ['fault_code', e.fault_code],
     ['fault_time_and_level_map', goMap(map)],
   ]);
+}
+
+/**
+ * `json.Marshal` of the fault list (spec H.3, H.6): the same bytes as {@link marshalGo} of
+ * `goSlice(entries.map(faultEntryGo))`, written directly, without the value tree (issue [P] item 5: the publisher
+ * builds this list for every change it decides on; the tree was most of that build's allocation). Throws
+ * {@link GoJsonError} for a fault time that is not a safe integer, as the generic encoder does.
+ */
+export function marshalFaultEntries(entries: readonly FaultEntry[]): string {
+  let out = '[';
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    if (i > 0) out += ',';
+    out +=
+      '{"fault_type":' +
+      goQuote(e.fault_type) +
+      ',"npu_name":' +
+      goQuote(e.npu_name) +
+      ',"large_model_fault_level":' +
+      goQuote(e.large_model_fault_level) +
+      ',"fault_level":' +
+      goQuote(e.fault_level) +
+      ',"fault_handling":' +
+      goQuote(e.fault_handling) +
+      ',"fault_code":' +
+      goQuote(e.fault_code) +
+      ',"fault_time_and_level_map":{';
+    const codes = sortGoStrings(Array.from(e.fault_time_and_level_map.keys()));
+    for (let j = 0; j < codes.length; j++) {
+      const code = codes[j]!;
+      const t = e.fault_time_and_level_map.get(code)!;
+      if (!Number.isSafeInteger(t.fault_time)) {
+        throw new GoJsonError(
+          `${t.fault_time} is not a safe integer (use goFloat or a bigint)`,
+          `[${i}].fault_time_and_level_map.${code}.fault_time`,
+        );
+      }
+      if (j > 0) out += ',';
+      out +=
+        goQuote(code) +
+        ':{"fault_time":' +
+        (Object.is(t.fault_time, -0) ? '0' : String(t.fault_time)) +
+        ',"fault_level":' +
+        goQuote(t.fault_level) +
+        '}';
+    }
+    out += '}}';
+  }
+  return out + ']';
 }
 
 /** `ManuallySeparateNPU`: separated chips' names by logic ID, comma-joined; "" for none (spec G.2). */

@@ -4,12 +4,15 @@ import {
   buildDeviceInfo,
   checkCodeOf,
   deviceInfoConfigMap,
+  faultEntryGo,
   joinSorted,
+  marshalFaultEntries,
   verifyDeviceInfoCfg,
   type DeviceInfoChip,
   type DeviceInfoView,
 } from '../../src/kube/device-info.js';
-import { goMap, goStruct, goSha256Hex, marshalGo } from '../../src/core/go-json.js';
+import fc from 'fast-check';
+import { GoJsonError, goMap, goSlice, goStruct, goSha256Hex, marshalGo } from '../../src/core/go-json.js';
 
 /** The exact DeviceInfoCfg text of spec H.5. */
 const H5_DEVICE_INFO_CFG =
@@ -292,6 +295,48 @@ describe('H.3 DeviceList', () => {
   test('H.3 checkCodeOf equals the builder CheckCode', () => {
     const out = buildDeviceInfo(h5View());
     expect(checkCodeOf(out.deviceList, 1744182144)).toBe(out.checkCode);
+  });
+
+  test('H.3 / H.6 the fault list written directly has the bytes of the generic Go encoder (issue [P] item 5)', () => {
+    // any text, HTML characters, U+2028 and lone surrogates included; any key order of the fault map
+    const text = fc.string({ unit: 'binary', maxLength: 12 });
+    const entry = fc.record({
+      fault_type: fc.constantFrom('CardUnhealthy' as const, 'CardNetworkUnhealthy' as const),
+      npu_name: text,
+      large_model_fault_level: text,
+      fault_level: text,
+      fault_handling: text,
+      fault_code: text,
+      fault_time_and_level_map: fc
+        .array(fc.tuple(text, fc.record({ fault_time: fc.maxSafeInteger(), fault_level: text })), {
+          maxLength: 5,
+        })
+        .map((pairs) => new Map(pairs)),
+    });
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 5 }), (entries) => {
+        expect(marshalFaultEntries(entries)).toBe(marshalGo(goSlice(entries.map(faultEntryGo))));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('H.6 a fault time that is not a safe integer is refused by the direct fault-list writer, as by the generic one', () => {
+    const entries = [
+      {
+        fault_type: 'CardUnhealthy' as const,
+        npu_name: 'Ascend910-0',
+        large_model_fault_level: 'SeparateNPU',
+        fault_level: 'SeparateNPU',
+        fault_handling: 'SeparateNPU',
+        fault_code: '80E3A201',
+        fault_time_and_level_map: new Map([['80E3A201', { fault_time: 1.5, fault_level: 'SeparateNPU' }]]),
+      },
+    ];
+    expect(() => marshalGo(goSlice(entries.map(faultEntryGo)))).toThrow(GoJsonError);
+    expect(() => marshalFaultEntries(entries)).toThrow(
+      /1\.5 is not a safe integer.*\[0\]\.fault_time_and_level_map\.80E3A201\.fault_time/,
+    );
   });
 });
 
