@@ -616,6 +616,7 @@ async function run(
           ? undefined
           : api.requestRaw('GET', `/debug/pprof/profile?seconds=${Math.max(1, WAVE_S - 1)}`).then((r) => {
               const file = path.join(APISERVER_PROFILE, `apiserver-${label}-${w0}.pprof`);
+              fs.mkdirSync(APISERVER_PROFILE, { recursive: true });
               if (r.status === 200) fs.writeFileSync(file, r.body);
               else log(`  apiserver profile: HTTP ${r.status}`);
             });

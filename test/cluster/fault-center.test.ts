@@ -82,6 +82,45 @@ function published(): string {
   return cm('mindx-dl', 'cluster-info-device-0')?.data?.['cluster-info-device-0'] ?? '';
 }
 
+/** A node of about 450 KiB published (9,000 codes, each with its time entry once published): two make two chunks. */
+function big(node: string, t: number) {
+  const codes = Array.from({ length: 9000 }, (_, i) => `8${i.toString(16).toUpperCase().padStart(7, '0')}`);
+  const f = { ...faultObject('Ascend910-0', codes.join(','), 'NotHandleFault'), fault_time_and_level_map: {} };
+  return deviceInfoCm(node, [f], { updateTime: t });
+}
+
+function createBigNodes(t: number): void {
+  for (const node of ['node-1', 'node-2']) api.store.create(CONFIGMAPS, 'kube-system', big(node, t));
+}
+
+function putBig(node: string, t: number): void {
+  const m = big(node, t);
+  api.store.update(CONFIGMAPS, 'kube-system', m.metadata.name, m);
+}
+
+/** A big node's published UpdateTime in chunk 0 or 1, found by text (each chunk is 450 KiB; the poll stays cheap). */
+function bigValueOf(node: string): number | undefined {
+  const re = new RegExp(`"UpdateTime":(\\d+),"CmName":"mindx-dl-deviceinfo-${node}"`);
+  for (const i of [0, 1]) {
+    const m = re.exec(cm('mindx-dl', `cluster-info-device-${i}`)?.data?.[`cluster-info-device-${i}`] ?? '');
+    if (m !== null) return Number(m[1]);
+  }
+  return undefined;
+}
+
+/** When each of the two big nodes first shows `t` in the chunks (ms since the epoch), polled every 20 ms. */
+async function bigSeenAt(t: number, timeoutMs: number): Promise<[number, number]> {
+  const seen: [number, number] = [NaN, NaN];
+  const end = Date.now() + timeoutMs;
+  while ((Number.isNaN(seen[0]) || Number.isNaN(seen[1])) && Date.now() < end) {
+    ['node-1', 'node-2'].forEach((n, k) => {
+      if (Number.isNaN(seen[k]) && bigValueOf(n) === t) seen[k] = Date.now();
+    });
+    await sleep(20);
+  }
+  return seen;
+}
+
 beforeEach(async () => {
   offset = 0;
   api = await KubeApiStandIn.start({ extraResources: [VOLCANO_PODGROUPS] });
@@ -314,32 +353,14 @@ describe('fault center against the stand-in', () => {
 
   test('issue [P] 6 a changed chunk free to be written does not wait for the publish armed for another chunk deferred further', async () => {
     seed();
-    // two nodes of about 450 KiB published each (9,000 codes, each with its time entry once published): two chunks
-    const big = (node: string, t: number) => {
-      const codes = Array.from({ length: 9000 }, (_, i) => `8${i.toString(16).toUpperCase().padStart(7, '0')}`);
-      const f = { ...faultObject('Ascend910-0', codes.join(','), 'NotHandleFault'), fault_time_and_level_map: {} };
-      return deviceInfoCm(node, [f], { updateTime: t });
-    };
-    api.store.create(CONFIGMAPS, 'kube-system', big('node-1', 1772359301));
-    api.store.create(CONFIGMAPS, 'kube-system', big('node-2', 1772359301));
+    createBigNodes(1772359301);
     const intervalMs = 6000;
     center('a', { timings: { chunkMinIntervalMs: intervalMs, publishForceMs: 600_000 } });
-    // a node's published UpdateTime, found by text (each chunk is 450 KiB of JSON; the poll stays cheap)
-    const valueOf = (node: string): number | undefined => {
-      const re = new RegExp(`"UpdateTime":(\\d+),"CmName":"mindx-dl-deviceinfo-${node}"`);
-      for (const i of [0, 1]) {
-        const m = re.exec(cm('mindx-dl', `cluster-info-device-${i}`)?.data?.[`cluster-info-device-${i}`] ?? '');
-        if (m !== null) return Number(m[1]);
-      }
-      return undefined;
-    };
+    const valueOf = bigValueOf;
     await until(() => valueOf('node-1') === 1772359301 && valueOf('node-2') === 1772359301, 'both published');
     expect(cm('mindx-dl', 'cluster-info-device-1')).toBeDefined();
     await sleep(intervalMs + 200); // both chunks may be written again at once
-    const put = (node: string, t: number) => {
-      const m = big(node, t);
-      api.store.update(CONFIGMAPS, 'kube-system', m.metadata.name, m);
-    };
+    const put = putBig;
     // node-1 written at once, then changed again: its chunk's next write is a whole interval away (a publish armed for it)
     put('node-1', 1772359302);
     await until(() => valueOf('node-1') === 1772359302, 'node-1 v2 published');
@@ -374,6 +395,29 @@ describe('fault center against the stand-in', () => {
     expect(Date.now() - firstSeen).toBeLessThan(5300);
     expect(written() - writes).toBe(1);
   }, 30_000);
+
+  test('issue [P] 6 chunks changed together after their first writes leave paced, not in one burst', async () => {
+    seed();
+    createBigNodes(1772359301);
+    // the gap between two chunk writes: min(publishMinIntervalMs, 3000 / (2 chunks + 1)) = 1 s
+    center('a', { timings: { chunkMinIntervalMs: 3000, publishMinIntervalMs: 2000, publishForceMs: 600_000 } });
+    await until(() => bigValueOf('node-1') === 1772359301 && bigValueOf('node-2') === 1772359301, 'both published');
+    await sleep(3200); // both chunks may be written again
+    putBig('node-1', 1772359302);
+    putBig('node-2', 1772359302);
+    const [one, two] = await bigSeenAt(1772359302, 10_000);
+    // both written (nothing lost), the second a gap after the first instead of in the same publish
+    expect([Number.isNaN(one), Number.isNaN(two)]).toEqual([false, false]);
+    expect(Math.abs(two - one)).toBeGreaterThanOrEqual(700);
+  }, 60_000);
+
+  test('issue [P] 6 the first publication writes every chunk at once, unpaced', async () => {
+    seed();
+    createBigNodes(1772359301);
+    center('a', { timings: { chunkMinIntervalMs: 3000, publishMinIntervalMs: 2000, publishForceMs: 600_000 } });
+    const [one, two] = await bigSeenAt(1772359301, 20_000);
+    expect(Math.abs(two - one)).toBeLessThan(500);
+  }, 60_000);
 
   test('1.2 an invalid policy edit is rejected with an Event naming the key, previous policy kept', async () => {
     seed();
