@@ -485,7 +485,10 @@ function scopeEntry(c: DeviceInfoChip, scope: 'chip' | 'network', name: string):
   };
 }
 
-/** A fault entry as the Go struct of spec H.3 (member order as declared upstream). */
+/**
+ * A fault entry as the Go struct of spec H.3 (member order as declared upstream): the reference that
+ * {@link marshalFaultEntries}, which writes the list, is checked against byte for byte (test/kube/device-info.test.ts).
+ */
 export function faultEntryGo(e: FaultEntry): GoValue {
   const map = new Map<string, GoValue>();
   for (const [code, t] of e.fault_time_and_level_map) {
