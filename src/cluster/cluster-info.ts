@@ -127,6 +127,18 @@ function goInt(v: number): string {
   return Object.is(v, -0) ? '0' : String(v);
 }
 
+/** Characters that either of the two quotings changes (Go's string encoding, then again for the outer string). */
+// eslint-disable-next-line no-control-regex -- control characters are what Go's quoting escapes
+const NOT_PLAIN = /["\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]/;
+
+/**
+ * A string of the `-Fault` list as it stands in the published value: Go-quoted, and that quoted again as part of
+ * the `DeviceList` value, without the outer quotes. Plain text (almost every name, level and code) is just `\"s\"`.
+ */
+function twiceQuoted(s: string): string {
+  return NOT_PLAIN.test(s) ? quote(quote(s)).slice(1, -1) : `\\"${s}\\"`;
+}
+
 /**
  * The `-Fault` value: Go's `json.Marshal` of {@link mergeFaults}' objects (§0.3), merged and written in one pass
  * without building them (issue [O], start-up: the merged objects, their per-type maps and lists were a third of
@@ -134,9 +146,15 @@ function goInt(v: number): string {
  * per (device, type) the most severe level of all members, the codes of the members other than the
  * `ManuallySeparateNPU` marker joined by `,` (repeats kept), their time maps merged (a later member's entry wins),
  * keys sorted.
+ *
+ * The list is written as it stands inside the published value, already quoted a second time (the content of the
+ * `-Fault` string, without its quotes): Go-quoting the finished list scanned and copied every byte of the largest
+ * part of each node's value once more (issue [P] item 6, a fifth of the first cycle with 50,000 public faults).
+ * Quoting is character by character, so quoting each piece equals quoting the whole. The pieces are joined once at
+ * the end: appending them one by one made a string of every intermediate (80 MB allocated for 20 MB of lists).
  */
-function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): string {
-  let out = '[';
+function faultListQuoted(faults: ReadonlyMap<string, readonly DeviceFault[]>): string {
+  const out: string[] = ['['];
   let first = true;
   const devs = [...faults.keys()];
   if (devs.length > 1) sortGoStrings(devs);
@@ -151,6 +169,7 @@ function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): str
       (types ??= [t0]).push(t);
     }
     if (types !== undefined) sortGoStrings(types);
+    const npu = twiceQuoted(dev);
     for (const type of types ?? [t0]) {
       let level = 'NormalNPU';
       let rank = levelRank(level);
@@ -168,19 +187,89 @@ function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): str
         codes += counted++ > 0 ? `,${m.code}` : m.code;
         Object.assign(map, m.object.fault_time_and_level_map);
       }
-      const lv = quote(level);
-      out += `${first ? '' : ','}{"fault_type":${quote(type)},"npu_name":${quote(dev)},"large_model_fault_level":${lv},"fault_level":${lv},"fault_handling":${lv},"fault_code":${quote(codes)},"fault_time_and_level_map":{`;
+      const lv = twiceQuoted(level);
+      out.push(
+        first ? '{\\"fault_type\\":' : ',{\\"fault_type\\":',
+        twiceQuoted(type),
+        ',\\"npu_name\\":',
+        npu,
+        ',\\"large_model_fault_level\\":',
+        lv,
+        ',\\"fault_level\\":',
+        lv,
+        ',\\"fault_handling\\":',
+        lv,
+        ',\\"fault_code\\":',
+        twiceQuoted(codes),
+        ',\\"fault_time_and_level_map\\":{',
+      );
       first = false;
       const keys = Object.keys(map);
       if (keys.length > 1) sortGoStrings(keys);
       for (let k = 0; k < keys.length; k++) {
         const t = map[keys[k]!]!;
-        out += `${k > 0 ? ',' : ''}${quote(keys[k]!)}:{"fault_time":${goInt(t.fault_time)},"fault_level":${quote(t.fault_level)}}`;
+        if (k > 0) out.push(',');
+        out.push(
+          twiceQuoted(keys[k]!),
+          ':{\\"fault_time\\":',
+          goInt(t.fault_time),
+          ',\\"fault_level\\":',
+          twiceQuoted(t.fault_level),
+          '}',
+        );
       }
-      out += '}}';
+      out.push('}}');
     }
   }
-  return out + ']';
+  out.push(']');
+  return out.join('');
+}
+
+/** The five `DeviceList` keys of one device type, as read from a view and as written (Go-quoted). */
+interface ListKeys {
+  readonly base: string;
+  readonly network: string;
+  readonly recovering: string;
+  readonly unhealthy: string;
+  readonly quoted: { base: string; fault: string; network: string; recovering: string; unhealthy: string };
+}
+
+/** {@link ListKeys} per device type (a cluster has a handful; a flood of odd ones only restarts the cache) */
+const listKeysCache = new Map<string, ListKeys>();
+const LIST_KEYS_CACHE_MAX = 64;
+
+/**
+ * `s` Go-quoted, stored one byte per character when it can be. The keys were quoted afresh for every node, and in
+ * the optimised code one of them came back stored as UTF-16, which made every published value UTF-16 as well: twice
+ * the memory, and a slower UTF-8 encoding for the write (issue [P] item 6, found with `%DebugPrint`). Decoding
+ * Latin-1 bytes always gives a one-byte string.
+ */
+function quotedKey(s: string): string {
+  const q = quote(s);
+  // eslint-disable-next-line no-control-regex -- the whole Latin-1 range, control characters included
+  return /^[\x00-\xff]*$/.test(q) ? Buffer.from(q, 'latin1').toString('latin1') : q;
+}
+
+function listKeysOf(deviceType: string): ListKeys {
+  let k = listKeysCache.get(deviceType);
+  if (k !== undefined) return k;
+  const base = `huawei.com/${deviceType}`;
+  k = {
+    base,
+    network: `${base}-NetworkUnhealthy`,
+    recovering: `${base}-Recovering`,
+    unhealthy: `${base}-Unhealthy`,
+    quoted: {
+      base: quotedKey(base),
+      fault: quotedKey(`${base}-Fault`),
+      network: quotedKey(`${base}-NetworkUnhealthy`),
+      recovering: quotedKey(`${base}-Recovering`),
+      unhealthy: quotedKey(`${base}-Unhealthy`),
+    },
+  };
+  if (listKeysCache.size >= LIST_KEYS_CACHE_MAX) listKeysCache.clear();
+  listKeysCache.set(deviceType, k);
+  return k;
 }
 
 /**
@@ -191,16 +280,15 @@ function faultListJson(faults: ReadonlyMap<string, readonly DeviceFault[]>): str
  * `-Unhealthy`; a number that is not an integer is left to the generic encoder (which refuses it).
  */
 export function publishedNodeJson(view: NodeDeviceView): string {
-  const base = `huawei.com/${view.deviceType}`;
+  const k = listKeysOf(view.deviceType);
+  const q = k.quoted;
   const list = view.deviceList;
   try {
-    const fault = faultListJson(view.faults);
+    const fault = faultListQuoted(view.faults);
     return (
-      `{"DeviceList":{${quote(base)}:${quote(list[base] ?? '')},` +
-      `${quote(`${base}-Fault`)}:${quote(fault)},` +
-      `${quote(`${base}-NetworkUnhealthy`)}:${quote(list[`${base}-NetworkUnhealthy`] ?? '')},` +
-      `${quote(`${base}-Recovering`)}:${quote(list[`${base}-Recovering`] ?? '')},` +
-      `${quote(`${base}-Unhealthy`)}:${quote(list[`${base}-Unhealthy`] ?? '')}},` +
+      `{"DeviceList":{${q.base}:${quote(list[k.base] ?? '')},${q.fault}:"${fault}",` +
+      `${q.network}:${quote(list[k.network] ?? '')},${q.recovering}:${quote(list[k.recovering] ?? '')},` +
+      `${q.unhealthy}:${quote(list[k.unhealthy] ?? '')}},` +
       `"UpdateTime":${goInt(view.updateTime)},"CmName":${quote(DEVICE_INFO_NAME_PREFIX + view.node)},` +
       `"SuperPodID":${goInt(view.superPodId)},"RackID":${goInt(view.rackId)},"ServerIndex":${goInt(view.serverIndex)}}`
     );
@@ -244,9 +332,14 @@ export function buildChunks(
   return chunks.map(chunkJson);
 }
 
-/** UTF-8 bytes of a node's member. */
-function memberBytes(node: string, value: string): number {
-  return Buffer.byteLength(memberKey(node)) + Buffer.byteLength(value);
+/**
+ * A node's value as UTF-8, with the bytes of its whole member. The bytes are written once, here: the count and the
+ * protobuf body both take them (issue [P] item 6: counting with `Buffer.byteLength` and encoding again for the body
+ * went over each value twice, and over the joined key and value a third time).
+ */
+function encodeMember(node: string, value: string): { raw: Buffer; bytes: number } {
+  const raw = Buffer.from(value, 'utf8');
+  return { raw, bytes: Buffer.byteLength(memberKey(node)) + raw.length };
 }
 
 /** The key part of a node's member of a chunk value: `"mindx-dl-deviceinfo-<node>":` (the value follows). */
@@ -277,8 +370,10 @@ interface Member {
   chunk: number;
   /** the member escaped as JSON string content, built when first needed */
   escaped: Buffer | undefined;
-  /** the member's UTF-8 bytes, built when first needed */
-  raw: Buffer | undefined;
+  /** the value's UTF-8 bytes */
+  raw: Buffer;
+  /** the key part's UTF-8 bytes, built when first needed */
+  key: Buffer | undefined;
 }
 
 const BRACE_OPEN = Buffer.from('{');
@@ -364,7 +459,8 @@ export class ClusterInfoChunks {
     return c.nodes.length === 0 || c.bytes + 1 + bytes <= this.#limit;
   }
 
-  #place(node: string, value: string, bytes: number, preferred: number | undefined): void {
+  #place(node: string, value: string, enc: { raw: Buffer; bytes: number }, preferred: number | undefined): void {
+    const bytes = enc.bytes;
     let i = preferred !== undefined && this.#fits(this.#chunks[preferred]!, bytes) ? preferred : -1;
     if (i < 0) i = this.#chunks.findIndex((c) => this.#fits(c, bytes));
     if (i < 0) {
@@ -376,7 +472,7 @@ export class ClusterInfoChunks {
     c.bytes += bytes + (c.nodes.length > 1 ? 1 : 0);
     c.dirty = true;
     c.escaped = c.raw = undefined;
-    this.#members.set(node, { value, bytes, chunk: i, escaped: undefined, raw: undefined });
+    this.#members.set(node, { value, bytes, chunk: i, escaped: undefined, raw: enc.raw, key: undefined });
   }
 
   /**
@@ -398,33 +494,34 @@ export class ClusterInfoChunks {
         continue;
       }
       if (value === m.value) continue;
-      const bytes = memberBytes(node, value);
+      const enc = encodeMember(node, value);
+      const bytes = enc.bytes;
       const c = this.#chunks[m.chunk]!;
       if (c.bytes - m.bytes + bytes <= this.#limit || c.nodes.length === 1) {
         c.bytes += bytes - m.bytes;
         c.dirty = true;
         c.escaped = c.raw = undefined;
-        this.#members.set(node, { value, bytes, chunk: m.chunk, escaped: undefined, raw: undefined });
+        this.#members.set(node, { value, bytes, chunk: m.chunk, escaped: undefined, raw: enc.raw, key: m.key });
       } else {
         // outgrew its chunk: the destination is written with it and the source without it
         this.#remove(node);
-        this.#place(node, value, bytes, undefined);
+        this.#place(node, value, enc, undefined);
       }
     }
     added.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     if (options.sequential === true) {
       for (const [node, value] of added) {
-        const bytes = memberBytes(node, value);
-        while (this.#fill < this.#chunks.length && !this.#fits(this.#chunks[this.#fill]!, bytes)) this.#fill++;
+        const enc = encodeMember(node, value);
+        while (this.#fill < this.#chunks.length && !this.#fits(this.#chunks[this.#fill]!, enc.bytes)) this.#fill++;
         if (this.#fill === this.#chunks.length)
           this.#chunks.push({ nodes: [], bytes: 2, dirty: true, escaped: undefined, raw: undefined });
-        this.#place(node, value, bytes, this.#fill);
+        this.#place(node, value, enc, this.#fill);
       }
       return;
     }
     let last: number | undefined;
     for (const [node, value] of added) {
-      this.#place(node, value, memberBytes(node, value), last);
+      this.#place(node, value, encodeMember(node, value), last);
       last = this.#members.get(node)!.chunk;
     }
   }
@@ -467,9 +564,9 @@ export class ClusterInfoChunks {
     const parts: Buffer[] = [BRACE_OPEN];
     c.nodes.forEach((n, k) => {
       const m = this.#members.get(n)!;
-      m.raw ??= Buffer.from(memberKey(n) + m.value, 'utf8');
+      m.key ??= Buffer.from(memberKey(n), 'utf8');
       if (k > 0) parts.push(COMMA);
-      parts.push(m.raw);
+      parts.push(m.key, m.raw);
     });
     parts.push(BRACE_CLOSE);
     c.raw = parts;

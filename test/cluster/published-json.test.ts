@@ -3,6 +3,7 @@
  * encoder it replaces: the same bytes for every input, including the characters Go escapes and keys whose order
  * differs between UTF-16 and UTF-8.
  */
+import v8 from 'node:v8';
 import { describe, expect, test } from '@jest/globals';
 import { publishedNodeJson, publishedNodeJsonGeneric } from '../../src/cluster/cluster-info.js';
 import { compareGoStrings } from '../../src/core/go-json.js';
@@ -58,6 +59,17 @@ describe('0.3 published node value, written directly', () => {
     expect(publishedNodeJson(v)).toBe(publishedNodeJsonGeneric(v));
   });
 
+  test('0.3 the same bytes as the Go encoder for device types with HTML and non-Latin-1 characters in the keys', () => {
+    const fault = (t: string): [string, DeviceFault[]][] => [[`${t}-1`, [df(`${t}-1`, 'A', 'RestartNPU')]]];
+    const types = ['Ascend<&>', 'Ascend\u4e00', 'Ascend\u00e9', 'Ascend\u2028'];
+    expect(
+      types.map((t) => {
+        const v = view(t, fault(t), { [`huawei.com/${t}`]: `${t}-0`, [`huawei.com/${t}-Unhealthy`]: `${t}-1` });
+        return publishedNodeJson(v) === publishedNodeJsonGeneric(v);
+      }),
+    ).toEqual(types.map(() => true));
+  });
+
   test('0.3 the same bytes as the Go encoder when map keys sort differently in UTF-16 and UTF-8', () => {
     // U+FF01 is above a surrogate pair in UTF-16 order but below it in UTF-8 (code point) order
     const v = view('Ascend310P', [
@@ -104,6 +116,35 @@ describe('0.3 published node value, written directly', () => {
   test('0.3 a time that is not an integer is refused as the Go encoder refuses it', () => {
     const v = view('Ascend910', [['Ascend910-0', [df('Ascend910-0', 'A', 'RestartNPU', 'CardUnhealthy', 1.5)]]]);
     expect(() => publishedNodeJson(v)).toThrow(/not a safe integer/);
+  });
+
+  test('issue [P] 6 0.3 a value of ASCII text is stored one byte per character, also once the encoder is optimised', () => {
+    // V8's serialisation tags a string by its storage: '"' one byte per character, 'c' UTF-16 (after padding)
+    const storage = (s: string): string => {
+      const b = v8.serialize(s);
+      let i = 2;
+      while (b[i] === 0) i++;
+      return b[i] === 0x22 ? 'one byte' : b[i] === 0x63 ? 'UTF-16' : `tag ${b[i]}`;
+    };
+    const ascii = (n: number): NodeDeviceView => ({
+      ...view('Ascend910', [
+        [`Ascend910-${n % 16}`, [df(`Ascend910-${n % 16}`, '010001001', 'SubHealthFault', 'PublicFault', 1772359140)]],
+      ]),
+      node: `node-${n}`,
+      deviceList: {
+        'huawei.com/Ascend910': 'Ascend910-0,Ascend910-1',
+        'huawei.com/Ascend910-Unhealthy': 'Ascend910-3',
+      },
+    });
+    const first = publishedNodeJson(ascii(0));
+    // enough calls for the optimising compiler to take the function over (the published values of a 10,000-node start)
+    let last = first;
+    for (let n = 1; n <= 50_000; n++) last = publishedNodeJson(ascii(n));
+    expect([storage(first), storage(last), last]).toEqual([
+      'one byte',
+      'one byte',
+      publishedNodeJsonGeneric(ascii(50_000)),
+    ]);
   });
 
   test('0.3 names sort by their UTF-8 bytes, as Go sorts map keys', () => {
