@@ -7,7 +7,10 @@
  * - `public-fault`: every public-fault ConfigMap decoded and collected into an empty store
  *   (configmap-source.ts `#submit`: `decodePublicFaultMessage` → `PublicFaultCollector.collect` → the cache);
  * - `pub-processor`: the first `PubFaultProcessor` pass (nothing remembered yet) over fresh clones of every view;
- * - `job-index`: `JobIndex.upsertPod` of every pod (device annotation parsing).
+ * - `job-index`: `JobIndex.upsertPod` of every pod (device annotation parsing);
+ * - `first-cycle`: the fault center's first cycle as `#lead` runs it, on a `FaultCenterCore` holding all of the
+ *   above: slices of 1,000 nodes (`cycle` without the job pass, `ClusterInfoChunks.apply` sequential), and the
+ *   protobuf bytes of every chunk a slice sealed (`rawParts`), then of the rest.
  *
  * Per stage the wall-clock time and the process's CPU time (user + system, the GC's helper threads included: on a
  * shared machine the wall clock also counts waiting for a core). Before/after figures: bench/README.md.
@@ -29,6 +32,8 @@ import { loadPublicFaultConfigFile, PACKAGED_PUBLIC_FAULT_CONFIG } from '../src/
 import { decodePublicFaultMessage } from '../src/cluster/public-fault/message-decode.js';
 import { noopPublicFaultMetrics } from '../src/cluster/public-fault/metrics.js';
 import { PubFaultProcessor } from '../src/cluster/public-fault/processor.js';
+import { ClusterInfoChunks } from '../src/cluster/cluster-info.js';
+import { FaultCenterCore } from '../src/cluster/processing-center.js';
 import { deviceInfo, jobPod, publicFaultConfigMaps } from './fault-center-cluster.js';
 import { fmt, median, percentile } from './stats.js';
 
@@ -94,7 +99,41 @@ function indexAll(): JobIndex {
   return index;
 }
 
-type Stage = 'deviceInfo' | 'publicFault' | 'processor' | 'jobIndex';
+/** fault-center.ts FIRST_CYCLE_SLICE_NODES */
+const SLICE = 1000;
+
+/** A core holding every input, as the center's is when its lists are done (not timed). */
+function loadedCore(): FaultCenterCore {
+  const core = new FaultCenterCore({ extraProcessors: [new PubFaultProcessor(collectAll())] });
+  for (const cm of deviceInfos) if (!core.intake.offer({ type: 'add', cm }).accepted) throw new Error('refused');
+  for (const p of pods) {
+    const err = core.jobIndex.upsertPod(p);
+    if (err !== undefined) throw new Error(err);
+  }
+  return core;
+}
+
+/** The first cycle in slices, with the chunks' protobuf bytes (fault-center.ts `#lead`). */
+function firstCycle(core: FaultCenterCore): number {
+  const chunks = new ClusterInfoChunks();
+  let bytes = 0;
+  let written = 0;
+  const write = (below: number) => {
+    for (const i of chunks.takeDirty(below)) for (const b of chunks.rawParts(i)) bytes += b.length;
+    written = below;
+  };
+  for (;;) {
+    const r = core.cycle(NOW, { jobPass: false, maxNodes: SLICE });
+    chunks.apply(r.published, { sequential: true });
+    if (core.pendingNodes === 0) break;
+    if (chunks.sealed > written) write(chunks.sealed);
+  }
+  write(Infinity);
+  if (chunks.nodeCount !== N) throw new Error(`${chunks.nodeCount} nodes published, not ${N}`);
+  return bytes;
+}
+
+type Stage = 'deviceInfo' | 'publicFault' | 'processor' | 'jobIndex' | 'firstCycle';
 /** per stage: wall-clock ms and CPU ms of the process (user + system, GC threads included) */
 type Sample = Record<Stage, { wall: number; cpu: number }>;
 
@@ -115,7 +154,9 @@ function run(): Sample {
   const processor = new PubFaultProcessor(cache);
   const [, processorMs] = timed(() => processor.process(views, NOW));
   const [, jobIndex] = timed(indexAll);
-  return { deviceInfo, publicFault, processor: processorMs, jobIndex };
+  const core = loadedCore();
+  const [, firstCycleMs] = timed(() => firstCycle(core));
+  return { deviceInfo, publicFault, processor: processorMs, jobIndex, firstCycle: firstCycleMs };
 }
 
 /** the first run: cold code, as at the fault center's start */
@@ -136,6 +177,7 @@ const rows: [string, Stage][] = [
   ['public-fault collection (decode + collect)', 'publicFault'],
   ['PubFaultProcessor first pass', 'processor'],
   ['job index (upsertPod)', 'jobIndex'],
+  ['first cycle in slices + chunk bytes', 'firstCycle'],
 ];
 const summary: Record<string, Record<string, number>> = {};
 for (const [label, k] of rows) {
