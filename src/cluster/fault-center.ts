@@ -22,6 +22,7 @@ import {
   escapeJsonContent,
 } from './cluster-info.js';
 import { LeaseElector } from './leader-election.js';
+import type { ProtobufListKind } from './list-protobuf.js';
 import type { ClusterKube } from './kube.js';
 import { RawInformer } from './raw-informer.js';
 import { MANUAL_INFO_CONFIGMAP, MANUAL_INFO_NAMESPACE } from './manual-cache.js';
@@ -591,8 +592,8 @@ export class FaultCenter {
 
   /** The `cluster-info-device-<m>` ConfigMaps in use (§0.3: their indices stay in use) and their values. */
   async #existingChunks(term: Term): Promise<void> {
-    // as plain JSON: at a restart at 10,000 nodes these are dozens of 800 KiB objects
-    const list = (await term.raw.getJson(`/api/v1/namespaces/${CLUSTER_INFO_NAMESPACE}/configmaps`)) as {
+    // as protobuf (or plain JSON): at a restart at 10,000 nodes these are dozens of 800 KiB objects
+    const list = (await term.raw.getList(`/api/v1/namespaces/${CLUSTER_INFO_NAMESPACE}/configmaps`, 'ConfigMap')) as {
       items?: k8s.V1ConfigMap[] | null;
     } | null;
     if (!Array.isArray(list?.items))
@@ -613,11 +614,13 @@ export class FaultCenter {
   }
 
   async #startInformers(term: Term): Promise<void> {
+    // lists of built-in kinds are read as protobuf (list-protobuf.ts), the PodGroups (a custom resource) as JSON
     const input = <T extends k8s.KubernetesObject>(
       what: string,
       path: string,
       selectors: { labelSelector?: string; fieldSelector?: string },
       h: { add(o: T): void; update(o: T): void; delete(o: T): void },
+      kind?: ProtobufListKind,
     ): RawInformer<T> => {
       const inf = new RawInformer<T>(
         {
@@ -625,7 +628,7 @@ export class FaultCenter {
           path,
           ...selectors,
           watch: this.#o.kube.watch,
-          getJson: (p) => term.raw.getJson(p),
+          getJson: (p) => (kind !== undefined ? term.raw.getList(p, kind) : term.raw.getJson(p)),
           logger: this.#log,
           recovery: term.recovery,
         },
@@ -663,6 +666,7 @@ export class FaultCenter {
           term.refused.delete(`${cm.metadata?.namespace ?? ''}/${cm.metadata?.name ?? ''}`);
         },
       },
+      'ConfigMap',
     );
     // pods (§1.3)
     const upsertPod = (p: k8s.KubernetesObject) => {
@@ -677,6 +681,7 @@ export class FaultCenter {
       '/api/v1/pods',
       {},
       { add: upsertPod, update: upsertPod, delete: (p) => term.core.jobIndex.deletePod(p) },
+      'Pod',
     );
     // Volcano PodGroups (§1.4)
     const pgs = input(
@@ -703,6 +708,7 @@ export class FaultCenter {
       `/api/v1/namespaces/${POLICY_NAMESPACE}/configmaps`,
       { fieldSelector: `metadata.name=${POLICY_CONFIGMAP}` },
       { add: onPolicy, update: onPolicy, delete: () => undefined },
+      'ConfigMap',
     );
     // listed concurrently (a failed first list is retried in the background with backoff, and logged)
     await Promise.all([di, pods, pgs, pol].map((inf) => inf.start()));

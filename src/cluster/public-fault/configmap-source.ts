@@ -98,8 +98,8 @@ export class PublicFaultConfigMapSource {
   /**
    * Lists (every existing ConfigMap arrives as an Add) and watches. The list is requested at once but handled only
    * after `after` (what must be in place before any message is collected: node serials, the restored store), so
-   * that its transfer overlaps that work (issue [O] start-up). The list is parsed as plain JSON, without
-   * client-node's models and cache.
+   * that its transfer overlaps that work (issue [O] start-up). The list is read as protobuf (or plain JSON from a
+   * server without it), without client-node's models and cache.
    */
   async start(after: Promise<unknown> = Promise.resolve()): Promise<void> {
     const raw = (this.#raw = new RawConfigMapWriter(this.#o.kube.transport));
@@ -109,7 +109,7 @@ export class PublicFaultConfigMapSource {
         path: '/api/v1/configmaps',
         labelSelector: PUBLIC_FAULT_SELECTOR,
         watch: this.#o.kube.watch,
-        getJson: async (p) => (await Promise.all([raw.getJson(p), after]))[0],
+        getJson: async (p) => (await Promise.all([raw.getList(p, 'ConfigMap'), after]))[0],
         logger: this.#o.logger,
       },
       {
