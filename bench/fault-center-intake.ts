@@ -9,7 +9,8 @@
  * - `pub-processor`: the first `PubFaultProcessor` pass (nothing remembered yet) over fresh clones of every view;
  * - `job-index`: `JobIndex.upsertPod` of every pod (device annotation parsing);
  * - `first-cycle`: the fault center's first cycle as `#lead` runs it, on a `FaultCenterCore` holding all of the
- *   above: slices of 1,000 nodes (`cycle` without the job pass, `ClusterInfoChunks.apply` sequential), and the
+ *   above: slices of 1,000 nodes, smaller at the end (`firstCycleSlice`; `cycle` without the job pass,
+ *   `ClusterInfoChunks.apply` sequential), and the
  *   protobuf bytes of every chunk a slice sealed (`rawParts`), then of the rest.
  *
  * Per stage the wall-clock time and the process's CPU time (user + system, the GC's helper threads included: on a
@@ -34,6 +35,7 @@ import { noopPublicFaultMetrics } from '../src/cluster/public-fault/metrics.js';
 import { PubFaultProcessor } from '../src/cluster/public-fault/processor.js';
 import { ClusterInfoChunks } from '../src/cluster/cluster-info.js';
 import { FaultCenterCore } from '../src/cluster/processing-center.js';
+import { firstCycleSlice } from '../src/cluster/fault-center.js';
 import { deviceInfo, jobPod, publicFaultConfigMaps } from './fault-center-cluster.js';
 import { fmt, median, percentile } from './stats.js';
 
@@ -99,9 +101,6 @@ function indexAll(): JobIndex {
   return index;
 }
 
-/** fault-center.ts FIRST_CYCLE_SLICE_NODES */
-const SLICE = 1000;
-
 /** A core holding every input, as the center's is when its lists are done (not timed). */
 function loadedCore(): FaultCenterCore {
   const core = new FaultCenterCore({ extraProcessors: [new PubFaultProcessor(collectAll())] });
@@ -122,8 +121,8 @@ function firstCycle(core: FaultCenterCore): number {
     for (const i of chunks.takeDirty(below)) for (const b of chunks.rawParts(i)) bytes += b.length;
     written = below;
   };
-  for (;;) {
-    const r = core.cycle(NOW, { jobPass: false, maxNodes: SLICE });
+  for (let slice = 1000; ; slice = firstCycleSlice(core.pendingNodes)) {
+    const r = core.cycle(NOW, { jobPass: false, maxNodes: slice });
     chunks.apply(r.published, { sequential: true });
     if (core.pendingNodes === 0) break;
     if (chunks.sealed > written) write(chunks.sealed);

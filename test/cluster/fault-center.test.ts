@@ -11,7 +11,12 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { SYSTEM_CLOCK } from '../../src/core/clock.js';
-import { FaultCenter, type FaultCenterOptions, type FaultCenterTimings } from '../../src/cluster/fault-center.js';
+import {
+  FaultCenter,
+  firstCycleSlice,
+  type FaultCenterOptions,
+  type FaultCenterTimings,
+} from '../../src/cluster/fault-center.js';
 import { CONFIGMAPS, KubeApiStandIn, VOLCANO_PODGROUPS, PODS, CORE_EVENTS, LEASES } from '../../src/sim/kube-api.js';
 import { centerKube, deviceInfoCm, faultObject, jobPod, podGroup, policyText } from './helpers.js';
 
@@ -129,6 +134,17 @@ beforeEach(async () => {
 afterEach(async () => {
   await Promise.all(centers.splice(0).map((c) => c.stop()));
   await api.stop();
+});
+
+describe('issue [P] 6 the first cycle in slices', () => {
+  test('[P] 6 10,000 nodes: slices of 1,000, then halves down to 200, every node once, the last slice one chunk or less', () => {
+    const slices: number[] = [];
+    for (let pending = 10_000, slice = 1000; pending > 0; slice = firstCycleSlice(pending)) {
+      slices.push(Math.min(slice, pending));
+      pending -= Math.min(slice, pending);
+    }
+    expect(slices).toEqual([1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 500, 250, 200, 50]);
+  });
 });
 
 describe('fault center against the stand-in', () => {
