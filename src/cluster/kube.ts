@@ -18,7 +18,6 @@ export type CenterCoreApi = Pick<
   | 'replaceNamespacedConfigMap'
   | 'deleteNamespacedConfigMap'
   | 'createNamespacedEvent'
-  | 'listNode'
 >;
 
 /** What the raw ConfigMap writer needs to send its own requests (a client-node `KubeConfig` has it too). */

@@ -6,12 +6,14 @@
  * rest by its length: a pod's spec except `nodeName`, its status and managed fields are never decoded, where
  * `JSON.parse` built every object of them.
  *
- * What is decoded is what the center's inputs read, in the shape `JSON.parse` gives (absent fields stay absent):
+ * What is decoded is what the center's inputs read, in the shape `JSON.parse` gives (absent fields stay absent, and
+ * so do the empty strings JSON omits):
  *
  * - the list's `metadata.resourceVersion` and `metadata.continue`;
  * - of every object, `metadata.name`, `namespace`, `uid`, `resourceVersion`, `labels`, `annotations` and
  *   `ownerReferences` (`apiVersion`, `kind`, `name`, `uid`, `controller`);
- * - of a ConfigMap, `data`; of a Pod, `spec.nodeName`.
+ * - of a ConfigMap, `data`; of a Pod, `spec.nodeName`; of a `PartialObjectMetadataList` (the Nodes, whose serial
+ *   annotation is all the public faults need of them), nothing else.
  *
  * Wire format (facts from the upstream `generated.proto` files and serializer): the 4 bytes `k8s\0`, then a
  * `runtime.Unknown` whose field 2 (`raw`) is the list message: `metadata` = 1 (`ListMeta`: `resourceVersion` = 2,
@@ -26,11 +28,20 @@
 /** The Accept header of a list read: protobuf, or JSON from a server without it (the API stand-in, custom resources). */
 export const LIST_ACCEPT = 'application/vnd.kubernetes.protobuf, application/json';
 
+/**
+ * The Accept header of a metadata-only list (`PartialObjectMetadataList`: the server drops everything but each
+ * object's metadata before it encodes them), as protobuf, else as JSON, else the plain list from a server that
+ * does not transform (the API stand-in).
+ */
+export const METADATA_LIST_ACCEPT =
+  'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, ' +
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json';
+
 /** The content type a protobuf answer carries. */
 export const PROTOBUF_LIST_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
 
-/** Which object a protobuf list holds. */
-export type ProtobufListKind = 'ConfigMap' | 'Pod';
+/** Which object a protobuf list holds (`Metadata`: a `PartialObjectMetadataList`, metadata only). */
+export type ProtobufListKind = 'ConfigMap' | 'Pod' | 'Metadata';
 
 /** A protobuf answer that could not be decoded. */
 export class ProtobufListError extends Error {
@@ -116,6 +127,14 @@ class Reader {
   }
 }
 
+/**
+ * Sets a string field that JSON leaves out when empty (`omitempty`): the protobuf encoding writes such fields
+ * empty (a cluster-scoped object's `namespace`), `JSON.parse` of the JSON answer has no key at all.
+ */
+function setNonEmpty<K extends string>(o: { [k in K]?: string }, key: K, value: string): void {
+  if (value !== '') o[key] = value;
+}
+
 /** A `map<string, string>` entry, added to `into`. */
 function entry(r: Reader, into: Record<string, string>): void {
   const m = r.message('entry');
@@ -169,10 +188,10 @@ function objectMeta(r: Reader): DecodedMeta {
   const o: DecodedMeta = {};
   while (m.more) {
     const [f, w] = m.tag();
-    if (f === 1 && w === 2) o.name = m.string();
-    else if (f === 3 && w === 2) o.namespace = m.string();
-    else if (f === 5 && w === 2) o.uid = m.string();
-    else if (f === 6 && w === 2) o.resourceVersion = m.string();
+    if (f === 1 && w === 2) setNonEmpty(o, 'name', m.string());
+    else if (f === 3 && w === 2) setNonEmpty(o, 'namespace', m.string());
+    else if (f === 5 && w === 2) setNonEmpty(o, 'uid', m.string());
+    else if (f === 6 && w === 2) setNonEmpty(o, 'resourceVersion', m.string());
     else if (f === 11 && w === 2) entry(m, (o.labels ??= {}));
     else if (f === 12 && w === 2) entry(m, (o.annotations ??= {}));
     else if (f === 13 && w === 2) (o.ownerReferences ??= []).push(ownerReference(m));
@@ -208,10 +227,24 @@ function pod(r: Reader): object {
       const spec: { nodeName?: string } = {};
       while (s.more) {
         const [sf, sw] = s.tag();
-        if (sf === 10 && sw === 2) spec.nodeName = s.string();
+        if (sf === 10 && sw === 2) setNonEmpty(spec, 'nodeName', s.string());
         else s.skip(sw);
       }
       o.spec = spec;
+    } else m.skip(w);
+  }
+  return o;
+}
+
+/** An item of a `PartialObjectMetadataList` (`metadata` = 1): its metadata alone. */
+function metadataOnly(r: Reader): object {
+  const m = r.message('PartialObjectMetadata');
+  const o: { metadata?: DecodedMeta } = {};
+  while (m.more) {
+    const [f, w] = m.tag();
+    if (f === 1) {
+      m.expectBytes(w, 'metadata');
+      o.metadata = objectMeta(m);
     } else m.skip(w);
   }
   return o;
@@ -225,7 +258,7 @@ export interface DecodedList {
 
 /** Decodes a protobuf list answer of `kind` objects (see the module comment); throws a {@link ProtobufListError}. */
 export function decodeProtobufList(buf: Buffer, kind: ProtobufListKind): DecodedList {
-  const what = `${kind}List`;
+  const what = kind === 'Metadata' ? 'PartialObjectMetadataList' : `${kind}List`;
   if (buf.length < MAGIC.length || MAGIC.some((b, i) => buf[i] !== b))
     throw new ProtobufListError(`${what}: the answer does not start with the protobuf envelope k8s\\0`);
   const env = new Reader(buf, MAGIC.length, buf.length, what);
@@ -238,7 +271,7 @@ export function decodeProtobufList(buf: Buffer, kind: ProtobufListKind): Decoded
     } else env.skip(w);
   }
   if (list === undefined) throw new ProtobufListError(`${what}: the envelope holds no object`);
-  const item = kind === 'ConfigMap' ? configMap : pod;
+  const item = kind === 'ConfigMap' ? configMap : kind === 'Pod' ? pod : metadataOnly;
   const out: DecodedList = { metadata: {}, items: [] };
   while (list.more) {
     const [f, w] = list.tag();
@@ -247,8 +280,8 @@ export function decodeProtobufList(buf: Buffer, kind: ProtobufListKind): Decoded
       const m = list.message('metadata');
       while (m.more) {
         const [mf, mw] = m.tag();
-        if (mf === 2 && mw === 2) out.metadata.resourceVersion = m.string();
-        else if (mf === 3 && mw === 2) out.metadata.continue = m.string();
+        if (mf === 2 && mw === 2) setNonEmpty(out.metadata, 'resourceVersion', m.string());
+        else if (mf === 3 && mw === 2) setNonEmpty(out.metadata, 'continue', m.string());
         else m.skip(mw);
       }
     } else if (f === 2) {

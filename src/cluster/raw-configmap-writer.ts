@@ -23,6 +23,7 @@ import { configMapProtobuf, PROTOBUF_CONTENT_TYPE, type ProtobufConfigMapMeta } 
 import {
   decodeProtobufList,
   LIST_ACCEPT,
+  METADATA_LIST_ACCEPT,
   PROTOBUF_LIST_CONTENT_TYPE,
   ProtobufListError,
   type ProtobufListKind,
@@ -235,7 +236,8 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
    * stand-in) is read as {@link getJson} reads it. An answer over `maxBytes` is refused.
    */
   async getList(p: string, kind: ProtobufListKind, maxBytes = MAX_READ_BYTES): Promise<unknown> {
-    const answer = await this.#request('GET', p, { read: maxBytes, accept: LIST_ACCEPT });
+    const accept = kind === 'Metadata' ? METADATA_LIST_ACCEPT : LIST_ACCEPT;
+    const answer = await this.#request('GET', p, { read: maxBytes, accept });
     if (!answer.contentType.startsWith(PROTOBUF_LIST_CONTENT_TYPE)) return parseJson(p, answer.body);
     try {
       return decodeProtobufList(answer.body, kind);

@@ -157,6 +157,28 @@ describe('issue [P] 6 protobuf lists of ConfigMaps and Pods', () => {
     });
   });
 
+  test('[P] 6 a PartialObjectMetadataList (the Nodes) decodes to the metadata of each object alone, an empty namespace left out as JSON leaves it', () => {
+    const list = envelope('PartialObjectMetadataList', [
+      ...bytes(1, [...str(2, '7')]),
+      ...bytes(2, [
+        ...meta({ name: 'node-1', namespace: '', rv: '3' }, [...entry(12, 'product-serial-number', 'SN-1')]),
+        ...unknown(),
+      ]),
+    ]);
+    expect(decodeProtobufList(list, 'Metadata')).toEqual({
+      metadata: { resourceVersion: '7' },
+      items: [
+        {
+          metadata: {
+            name: 'node-1',
+            resourceVersion: '3',
+            annotations: { 'product-serial-number': 'SN-1' },
+          },
+        },
+      ],
+    });
+  });
+
   test('[P] 6 every truncation of an answer is refused with a ProtobufListError, never a shorter list', () => {
     const full = configMapList();
     const outcomes = new Set<string>();
@@ -195,7 +217,7 @@ describe('issue [P] 6 protobuf lists of ConfigMaps and Pods', () => {
     ]);
   });
 
-  test('[P] 6 the writer asks for protobuf, decodes a protobuf answer, reads a JSON answer as JSON, and names a corrupt one', async () => {
+  test('[P] 6 the writer asks for protobuf (metadata only for Nodes), decodes a protobuf answer, reads a JSON answer as JSON, and names a corrupt one', async () => {
     const accepts: string[] = [];
     const server = http.createServer((req, res) => {
       accepts.push(String(req.headers.accept));
@@ -225,11 +247,16 @@ describe('issue [P] 6 protobuf lists of ConfigMaps and Pods', () => {
       const pb = (await w.getList('/pb', 'ConfigMap')) as { items: unknown[] };
       const json = await w.getList('/json', 'ConfigMap');
       const bad = await w.getList('/bad', 'ConfigMap').catch((e: unknown) => e);
+      await w.getList('/pb-nodes', 'Metadata');
       expect([pb.items.length, json, bad instanceof RawWriteError ? bad.message : bad, accepts]).toEqual([
         2,
         { metadata: { resourceVersion: '1' }, items: [] },
         expect.stringMatching(/^GET \/bad: ConfigMapList: length \d+ past the end of the message at byte \d+$/),
-        Array<string>(3).fill('application/vnd.kubernetes.protobuf, application/json'),
+        [
+          ...Array<string>(3).fill('application/vnd.kubernetes.protobuf, application/json'),
+          'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, ' +
+            'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json',
+        ],
       ]);
     } finally {
       w.close();

@@ -6,6 +6,7 @@
 import type { Logger } from '../../core/logger.js';
 import type * as k8s from '@kubernetes/client-node';
 import type { ClusterKube } from '../kube.js';
+import { RawConfigMapWriter } from '../raw-configmap-writer.js';
 import { RawInformer } from '../raw-informer.js';
 
 export const SERIAL_ANNOTATION = 'product-serial-number';
@@ -41,15 +42,17 @@ export class NodeSerials {
 }
 
 /**
- * Watches Nodes into a {@link NodeSerials}: the list through the access's `listNode` (plain JSON with the built-in
- * client), the watch through the kube layer's `ListWatch` (re-list on 410 or a failure, with backoff), as the
- * center's other inputs (issue [O]: no client-node on the start-up path).
+ * Watches Nodes into a {@link NodeSerials}: the list as the center's other inputs read theirs, in pages, metadata
+ * only and as protobuf (`PartialObjectMetadataList`, issue [P] item 6: a Node's status, with its image list, is
+ * most of it and never read; a server without either answers the plain JSON list), the watch through the kube
+ * layer's `ListWatch` (re-list on 410 or a failure, with backoff).
  */
 export class NodeSerialWatcher {
   readonly serials = new NodeSerials();
   readonly #kube: ClusterKube;
   readonly #logger: Logger;
   #informer: RawInformer<k8s.V1Node> | undefined;
+  #raw: RawConfigMapWriter | undefined;
 
   constructor(kube: ClusterKube, logger: Logger) {
     this.#kube = kube;
@@ -59,12 +62,13 @@ export class NodeSerialWatcher {
   async start(): Promise<void> {
     const put = (n: k8s.V1Node): void =>
       this.serials.set(n.metadata?.name ?? '', n.metadata?.annotations?.[SERIAL_ANNOTATION]);
+    const raw = (this.#raw = new RawConfigMapWriter(this.#kube.transport));
     const informer = (this.#informer = new RawInformer<k8s.V1Node>(
       {
         what: 'nodes',
         path: '/api/v1/nodes',
         watch: this.#kube.watch,
-        getJson: () => this.#kube.core.listNode(),
+        getJson: (p) => raw.getList(p, 'Metadata'),
         logger: this.#logger,
       },
       { add: put, update: put, delete: (n) => this.serials.remove(n.metadata?.name ?? '') },
@@ -75,6 +79,8 @@ export class NodeSerialWatcher {
   stop(): Promise<void> {
     this.#informer?.stop();
     this.#informer = undefined;
+    this.#raw?.close();
+    this.#raw = undefined;
     return Promise.resolve();
   }
 }
