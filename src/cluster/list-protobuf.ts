@@ -291,3 +291,30 @@ export function decodeProtobufList(buf: Buffer, kind: ProtobufListKind): Decoded
   }
   return out;
 }
+
+/**
+ * The `message` of an error answered as a protobuf `Status` (a list asked for as protobuf gets its errors so:
+ * `Status.message` = 3 inside the envelope's object), or undefined when the bytes are not one.
+ */
+export function protobufStatusMessage(buf: Buffer): string | undefined {
+  if (buf.length < MAGIC.length || MAGIC.some((b, i) => buf[i] !== b)) return undefined;
+  try {
+    const env = new Reader(buf, MAGIC.length, buf.length, 'Status');
+    while (env.more) {
+      const [f, w] = env.tag();
+      if (f !== 2 || w !== 2) {
+        env.skip(w);
+        continue;
+      }
+      const status = env.message('raw');
+      while (status.more) {
+        const [sf, sw] = status.tag();
+        if (sf === 3 && sw === 2) return status.string();
+        status.skip(sw);
+      }
+    }
+  } catch (e) {
+    if (!(e instanceof ProtobufListError)) throw e;
+  }
+  return undefined;
+}

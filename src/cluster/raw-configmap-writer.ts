@@ -25,6 +25,7 @@ import {
   LIST_ACCEPT,
   METADATA_LIST_ACCEPT,
   PROTOBUF_LIST_CONTENT_TYPE,
+  protobufStatusMessage,
   ProtobufListError,
   type ProtobufListKind,
 } from './list-protobuf.js';
@@ -347,18 +348,27 @@ export class RawConfigMapWriter implements ObjectWriter<PreparedConfigMap> {
             res.on('error', reject);
             return;
           }
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (d: string) => {
-            if (text.length < MAX_ERROR_BODY) text += d;
+          const parts: Buffer[] = [];
+          let n = 0;
+          res.on('data', (d: Buffer) => {
+            if (n < MAX_ERROR_BODY) parts.push(d);
+            n += d.length;
           });
           res.on('end', () => {
-            let message = text.slice(0, 512);
-            try {
-              const m = (JSON.parse(text) as { message?: unknown }).message;
-              if (typeof m === 'string') message = m;
-            } catch {
-              // not a Status object: the text as is
+            const bytes = Buffer.concat(parts).subarray(0, MAX_ERROR_BODY);
+            // a list asked for as protobuf gets its error Status as protobuf too
+            const fromProtobuf = String(res.headers['content-type'] ?? '').startsWith(PROTOBUF_LIST_CONTENT_TYPE)
+              ? protobufStatusMessage(bytes)
+              : undefined;
+            const text = bytes.toString('utf8');
+            let message = fromProtobuf ?? text.slice(0, 512);
+            if (fromProtobuf === undefined) {
+              try {
+                const m = (JSON.parse(text) as { message?: unknown }).message;
+                if (typeof m === 'string') message = m;
+              } catch {
+                // not a Status object: the text as is
+              }
             }
             reject(new RawWriteError(`HTTP ${status}: ${message}`, status));
           });

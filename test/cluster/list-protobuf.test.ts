@@ -217,13 +217,24 @@ describe('issue [P] 6 protobuf lists of ConfigMaps and Pods', () => {
     ]);
   });
 
-  test('[P] 6 the writer asks for protobuf (metadata only for Nodes), decodes a protobuf answer, reads a JSON answer as JSON, and names a corrupt one', async () => {
+  test('[P] 6 the writer asks for protobuf (metadata only for Nodes), decodes a protobuf answer, reads a JSON answer as JSON, names a corrupt one, and reads a protobuf error Status', async () => {
     const accepts: string[] = [];
     const server = http.createServer((req, res) => {
       accepts.push(String(req.headers.accept));
       if (req.url!.startsWith('/json')) {
         res.setHeader('Content-Type', 'application/json');
         res.end('{"metadata":{"resourceVersion":"1"},"items":[]}');
+      } else if (req.url!.startsWith('/forbidden')) {
+        res.statusCode = 403;
+        res.setHeader('Content-Type', 'application/vnd.kubernetes.protobuf');
+        res.end(
+          envelope('Status', [
+            ...str(2, 'Failure'),
+            ...str(3, 'pods is forbidden: cannot list'),
+            ...str(4, 'Forbidden'),
+            ...int(6, 403),
+          ]),
+        );
       } else if (req.url!.startsWith('/bad')) {
         res.setHeader('Content-Type', 'application/vnd.kubernetes.protobuf');
         res.end(configMapList().subarray(0, 40));
@@ -248,14 +259,23 @@ describe('issue [P] 6 protobuf lists of ConfigMaps and Pods', () => {
       const json = await w.getList('/json', 'ConfigMap');
       const bad = await w.getList('/bad', 'ConfigMap').catch((e: unknown) => e);
       await w.getList('/pb-nodes', 'Metadata');
-      expect([pb.items.length, json, bad instanceof RawWriteError ? bad.message : bad, accepts]).toEqual([
+      const forbidden = await w.getList('/forbidden', 'Pod').catch((e: unknown) => e);
+      expect([
+        pb.items.length,
+        json,
+        bad instanceof RawWriteError ? bad.message : bad,
+        forbidden instanceof RawWriteError ? [forbidden.code, forbidden.message] : forbidden,
+        accepts,
+      ]).toEqual([
         2,
         { metadata: { resourceVersion: '1' }, items: [] },
         expect.stringMatching(/^GET \/bad: ConfigMapList: length \d+ past the end of the message at byte \d+$/),
+        [403, 'HTTP 403: pods is forbidden: cannot list'],
         [
           ...Array<string>(3).fill('application/vnd.kubernetes.protobuf, application/json'),
           'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, ' +
             'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json',
+          'application/vnd.kubernetes.protobuf, application/json',
         ],
       ]);
     } finally {
