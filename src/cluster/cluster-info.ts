@@ -41,7 +41,8 @@ export function mergeFaults(faults: ReadonlyMap<string, readonly DeviceFault[]>)
       const members = byType.get(type)!;
       const counted = members.filter((m) => m.level !== 'ManuallySeparateNPU');
       const codes: string[] = [];
-      const map: FaultObject['fault_time_and_level_map'] = {};
+      // no prototype: a code "__proto__" is a key like any other, as in Go's map
+      const map = Object.create(null) as FaultObject['fault_time_and_level_map'];
       for (const m of counted) {
         // every member's code, repeats included: two public faults with one code give "A,A" (§2.9)
         codes.push(m.code);
@@ -153,6 +154,8 @@ function twiceQuoted(s: string): string {
  * Quoting is character by character, so quoting each piece equals quoting the whole. The pieces are joined once at
  * the end: appending them one by one made a string of every intermediate (80 MB allocated for 20 MB of lists).
  */
+const NO_TIMES: Readonly<Record<string, TimeAndLevel>> = Object.freeze({});
+
 function faultListQuoted(faults: ReadonlyMap<string, readonly DeviceFault[]>): string {
   const out: string[] = ['['];
   let first = true;
@@ -172,20 +175,34 @@ function faultListQuoted(faults: ReadonlyMap<string, readonly DeviceFault[]>): s
     const npu = twiceQuoted(dev);
     for (const type of types ?? [t0]) {
       let level = 'NormalNPU';
-      let rank = levelRank(level);
       let codes = '';
-      let counted = 0;
-      const map: Record<string, TimeAndLevel> = {};
-      for (const m of list) {
-        if (types !== undefined && m.object.fault_type !== type) continue;
-        const r = levelRank(m.level);
-        if (r < rank) {
-          rank = r;
-          level = m.level;
+      let map: Readonly<Record<string, TimeAndLevel>>;
+      if (list.length === 1) {
+        // one member (most devices): its own code and map, nothing merged (the same result, without the copies)
+        const m = list[0]!;
+        if (levelRank(m.level) < levelRank(level)) level = m.level;
+        if (m.level === 'ManuallySeparateNPU') map = NO_TIMES;
+        else {
+          codes = m.code;
+          map = m.object.fault_time_and_level_map;
         }
-        if (m.level === 'ManuallySeparateNPU') continue;
-        codes += counted++ > 0 ? `,${m.code}` : m.code;
-        Object.assign(map, m.object.fault_time_and_level_map);
+      } else {
+        let rank = levelRank(level);
+        let counted = 0;
+        // no prototype: a code "__proto__" is a key like any other, as in Go's map
+        const merged = Object.create(null) as Record<string, TimeAndLevel>;
+        for (const m of list) {
+          if (types !== undefined && m.object.fault_type !== type) continue;
+          const r = levelRank(m.level);
+          if (r < rank) {
+            rank = r;
+            level = m.level;
+          }
+          if (m.level === 'ManuallySeparateNPU') continue;
+          codes += counted++ > 0 ? `,${m.code}` : m.code;
+          Object.assign(merged, m.object.fault_time_and_level_map);
+        }
+        map = merged;
       }
       const lv = twiceQuoted(level);
       out.push(

@@ -65,6 +65,25 @@ describe('0.3 add fault and fix', () => {
     expect(levelRank('NormalNetwork')).toBe(levelRank('NormalNPU'));
   });
 
+  test('0.2 cloneView copies every field of a fault, a time-map key "__proto__" as an own key, and shares no object', () => {
+    const v = view();
+    const f = fault('RestartNPU');
+    f.receivedTime = 5;
+    f.object.fault_time_and_level_map = JSON.parse(
+      '{"__proto__":{"fault_time":3,"fault_level":"L"},"B":{"fault_time":-1,"fault_level":"M"}}',
+    );
+    v.faults.set('Ascend910-1', [f]);
+    const c = cloneView(v).faults.get('Ascend910-1')![0]!;
+    expect(c).toEqual(f);
+    expect(Object.keys(c.object.fault_time_and_level_map)).toEqual(['__proto__', 'B']);
+    expect(Object.getPrototypeOf(c.object.fault_time_and_level_map)).toBe(Object.prototype);
+    expect([
+      c === f,
+      c.object === f.object,
+      c.object.fault_time_and_level_map.B === f.object.fault_time_and_level_map.B,
+    ]).toEqual([false, false, false]);
+  });
+
   test('0.2 cloneView is a deep copy', () => {
     const v = view();
     v.faults.set('Ascend910-1', [fault('RestartNPU')]);

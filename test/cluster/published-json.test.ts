@@ -59,6 +59,18 @@ describe('0.3 published node value, written directly', () => {
     expect(publishedNodeJson(v)).toBe(publishedNodeJsonGeneric(v));
   });
 
+  test('0.3 a fault code "__proto__" is a key of the time map like any other, alone or merged, as in a Go map', () => {
+    const v = view('Ascend910', [
+      ['Ascend910-1', [df('Ascend910-1', '__proto__', 'RestartNPU')]],
+      ['Ascend910-2', [df('Ascend910-2', '__proto__', 'RestartNPU'), df('Ascend910-2', '80E01801', 'RestartNPU')]],
+    ]);
+    const entry = '\\"__proto__\\":{\\"fault_time\\":7,\\"fault_level\\":\\"RestartNPU\\"}';
+    for (const json of [publishedNodeJson(v), publishedNodeJsonGeneric(v)]) {
+      expect(json.split(entry)).toHaveLength(3);
+    }
+    expect(publishedNodeJson(v)).toBe(publishedNodeJsonGeneric(v));
+  });
+
   test('0.3 the same bytes as the Go encoder for device types with HTML and non-Latin-1 characters in the keys', () => {
     const fault = (t: string): [string, DeviceFault[]][] => [[`${t}-1`, [df(`${t}-1`, 'A', 'RestartNPU')]]];
     const types = ['Ascend<&>', 'Ascend\u4e00', 'Ascend\u00e9', 'Ascend\u2028'];
