@@ -1,8 +1,11 @@
 import { describe, expect, test } from '@jest/globals';
+import fc from 'fast-check';
 import {
   addFaultAndFix,
   cloneView,
   levelRank,
+  listHas,
+  listWithout,
   mostSevere,
   type DeviceFault,
   type NodeDeviceView,
@@ -63,6 +66,23 @@ describe('0.3 add fault and fix', () => {
 
   test('0.3 NormalNetwork ranks as NormalNPU', () => {
     expect(levelRank('NormalNetwork')).toBe(levelRank('NormalNPU'));
+  });
+
+  test('0.3 "add fault and fix" list edits searched in place equal the built strings and the split, filter and join, for any list', () => {
+    const part = fc.constantFrom('', 'a', 'b', 'ab', 'a,b', ',', 'Ascend910-1', 'Ascend910-10');
+    const list = fc.array(part, { maxLength: 6 }).map((p) => p.join(','));
+    fc.assert(
+      fc.property(list, part, (l, item) => {
+        expect(listHas(l, item)).toBe(`,${l},`.includes(`,${item},`));
+        expect(listWithout(l, item)).toBe(
+          l
+            .split(',')
+            .filter((d) => d !== '' && d !== item)
+            .join(','),
+        );
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test('0.2 cloneView copies every field of a fault, a time-map key "__proto__" as an own key, and shares no object', () => {
