@@ -33,7 +33,7 @@
  * `FCR_FILL_CONCURRENCY` (32), `FCR_CENTER_JS`, `FCR_BASELINE_JS`, `FCR_CENTER_NODE_ARGS` (e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/prof`), `FCR_LOG_DIR` (keep the centers' logs), `FCR_APISERVER_FLAGS` (extra
  * kube-apiserver flags, space-separated), `FCR_ONLY` (`plain` or `public`: one case), `FCR_APISERVER_PROFILE` (a
- * directory: kube-apiserver's CPU profile of each wave, for `go tool pprof`).
+ * directory: kube-apiserver's CPU profile of each start's first 3 s and of each wave, for `go tool pprof`).
  *
  * `npm run bench:fault-center-real` (builds dist/; needs the binaries of `npm run build:k8s`; no root).
  */
@@ -591,6 +591,16 @@ async function run(
   const etcdPid = cluster.pid('etcd');
   const f: Figures = { loadAtStart: load1() };
   const s0 = [cpuSeconds(apiPid), cpuSeconds(etcdPid), process.cpuUsage()] as const;
+  // with FCR_APISERVER_PROFILE: also the API server's CPU profile of the start (its first 3 s)
+  const startProfile =
+    APISERVER_PROFILE === undefined
+      ? undefined
+      : api.requestRaw('GET', '/debug/pprof/profile?seconds=3').then((r) => {
+          const file = path.join(APISERVER_PROFILE, `apiserver-start-${label}-${Date.now()}.pprof`);
+          fs.mkdirSync(APISERVER_PROFILE, { recursive: true });
+          if (r.status === 200) fs.writeFileSync(file, r.body);
+          else log(`  apiserver profile: HTTP ${r.status}`);
+        });
   const center = startCenter(js, kubeconfig, dir, logFile);
   const pid = center.child.pid!;
   try {
@@ -603,6 +613,7 @@ async function run(
     const own = process.cpuUsage(s0[2]);
     f.firstPublishBenchCpuS = (own.user + own.system) / 1e6;
     f.rssAtFirstPublishMiB = statusMiB(pid, 'VmRSS');
+    await startProfile;
     if (full) {
       await sleep(SETTLE_S * 1000);
       const c0 = [cpuSeconds(pid), cpuSeconds(apiPid), cpuSeconds(etcdPid)];

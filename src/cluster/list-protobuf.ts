@@ -146,8 +146,12 @@ function entry(r: Reader, into: Record<string, string>): void {
     else if (f === 2 && w === 2) value = m.string();
     else m.skip(w);
   }
-  // a key named like an Object.prototype member stays an own data property, as JSON.parse makes it
-  Object.defineProperty(into, key, { value, writable: true, enumerable: true, configurable: true });
+  // a key named like an Object.prototype member stays an own data property, as JSON.parse makes it; only
+  // `__proto__` would do otherwise when assigned (an accessor), and defining every entry was a tenth of the lists'
+  // decoding (issue [P] item 6)
+  if (key === '__proto__') {
+    Object.defineProperty(into, key, { value, writable: true, enumerable: true, configurable: true });
+  } else into[key] = value;
 }
 
 interface DecodedOwner {

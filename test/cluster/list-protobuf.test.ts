@@ -109,6 +109,21 @@ describe('issue [P] 6 protobuf lists of ConfigMaps and Pods', () => {
     ]);
   });
 
+  test('[P] 6 data keys named like Object.prototype members are own keys with their values, as JSON.parse makes them', () => {
+    const keys = ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf'];
+    const list = envelope('ConfigMapList', [
+      ...bytes(2, [
+        ...meta({ name: 'odd', namespace: 'default', rv: '1' }),
+        ...keys.flatMap((k) => entry(2, k, `v-${k}`)),
+      ]),
+    ]);
+    const data = (decodeProtobufList(list, 'ConfigMap').items[0] as { data: Record<string, string> }).data;
+    const parsed = JSON.parse(`{${keys.map((k) => `"${k}":"v-${k}"`).join(',')}}`) as Record<string, string>;
+    expect(Object.entries(data)).toEqual(Object.entries(parsed));
+    expect(keys.every((k) => Object.prototype.hasOwnProperty.call(data, k))).toBe(true);
+    expect(Object.getPrototypeOf(data)).toBe(Object.prototype);
+  });
+
   test('[P] 6 a Pod list decodes the metadata, owner references and spec.nodeName; the rest of spec and status is skipped', () => {
     const owner = (uid: string, controller?: boolean): number[] =>
       bytes(13, [
