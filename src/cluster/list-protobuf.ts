@@ -204,54 +204,55 @@ function objectMeta(r: Reader): DecodedMeta {
   return o;
 }
 
-function configMap(r: Reader): object {
-  const m = r.message('ConfigMap');
-  const o: { metadata?: DecodedMeta; data?: Record<string, string> } = {};
+/**
+ * An object message of a list (`metadata` = 1, whatever the kind): its metadata into `o.metadata`, its other fields
+ * to `field` (which returns false for a field it does not read: that one is skipped).
+ */
+function object<O extends { metadata?: DecodedMeta }>(
+  r: Reader,
+  what: string,
+  o: O,
+  field?: (m: Reader, f: number, w: number) => boolean,
+): O {
+  const m = r.message(what);
   while (m.more) {
     const [f, w] = m.tag();
     if (f === 1) {
       m.expectBytes(w, 'metadata');
       o.metadata = objectMeta(m);
-    } else if (f === 2 && w === 2) entry(m, (o.data ??= {}));
-    else m.skip(w);
+    } else if (field === undefined || !field(m, f, w)) m.skip(w);
   }
   return o;
 }
 
+function configMap(r: Reader): object {
+  const o: { metadata?: DecodedMeta; data?: Record<string, string> } = {};
+  return object(r, 'ConfigMap', o, (m, f, w) => {
+    if (f !== 2 || w !== 2) return false;
+    entry(m, (o.data ??= {}));
+    return true;
+  });
+}
+
 function pod(r: Reader): object {
-  const m = r.message('Pod');
   const o: { metadata?: DecodedMeta; spec?: { nodeName?: string } } = {};
-  while (m.more) {
-    const [f, w] = m.tag();
-    if (f === 1) {
-      m.expectBytes(w, 'metadata');
-      o.metadata = objectMeta(m);
-    } else if (f === 2 && w === 2) {
-      const s = m.message('spec');
-      const spec: { nodeName?: string } = {};
-      while (s.more) {
-        const [sf, sw] = s.tag();
-        if (sf === 10 && sw === 2) setNonEmpty(spec, 'nodeName', s.string());
-        else s.skip(sw);
-      }
-      o.spec = spec;
-    } else m.skip(w);
-  }
-  return o;
+  return object(r, 'Pod', o, (m, f, w) => {
+    if (f !== 2 || w !== 2) return false;
+    const s = m.message('spec');
+    const spec: { nodeName?: string } = {};
+    while (s.more) {
+      const [sf, sw] = s.tag();
+      if (sf === 10 && sw === 2) setNonEmpty(spec, 'nodeName', s.string());
+      else s.skip(sw);
+    }
+    o.spec = spec;
+    return true;
+  });
 }
 
 /** An item of a `PartialObjectMetadataList` (`metadata` = 1): its metadata alone. */
 function metadataOnly(r: Reader): object {
-  const m = r.message('PartialObjectMetadata');
-  const o: { metadata?: DecodedMeta } = {};
-  while (m.more) {
-    const [f, w] = m.tag();
-    if (f === 1) {
-      m.expectBytes(w, 'metadata');
-      o.metadata = objectMeta(m);
-    } else m.skip(w);
-  }
-  return o;
+  return object(r, 'PartialObjectMetadata', {});
 }
 
 /** A decoded list page: what the center's informers read of a JSON list. */
