@@ -44,6 +44,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { Cluster } from '../test/k8s/harness/cluster.js';
+import { PODGROUP_CRD } from '../test/k8s/harness/volcano.js';
 import { shebangNodeArgs } from '../test/helpers/idle-figures.js';
 import { deviceInfo, jobPod, node, podGroup, publicFaultConfigMaps } from './fault-center-cluster.js';
 import { fmt, median, percentile, stopChild } from './stats.js';
@@ -200,26 +201,6 @@ async function pool(n: number, concurrency: number, fn: (i: number) => Promise<v
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
 }
-
-const PODGROUP_CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'podgroups.scheduling.volcano.sh' },
-  spec: {
-    group: 'scheduling.volcano.sh',
-    scope: 'Namespaced',
-    names: { plural: 'podgroups', singular: 'podgroup', kind: 'PodGroup', listKind: 'PodGroupList' },
-    versions: [
-      {
-        name: 'v1beta1',
-        served: true,
-        storage: true,
-        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-        subresources: { status: {} },
-      },
-    ],
-  },
-};
 
 /** Creates `count` objects made by `make` with bounded concurrency; prints the rate. */
 async function fill(api: Api, what: string, count: number, make: (i: number) => { path: string; body: unknown }) {

@@ -17,27 +17,9 @@ import {
 } from '../../../src/cluster/list-protobuf.js';
 import { RawConfigMapWriter } from '../../../src/cluster/raw-configmap-writer.js';
 import { Cluster } from '../harness/cluster.js';
+import { PODGROUP_CRD } from '../harness/volcano.js';
 
 let c: Cluster;
-
-const CRD = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'podgroups.scheduling.volcano.sh' },
-  spec: {
-    group: 'scheduling.volcano.sh',
-    scope: 'Namespaced',
-    names: { plural: 'podgroups', singular: 'podgroup', kind: 'PodGroup', listKind: 'PodGroupList' },
-    versions: [
-      {
-        name: 'v1beta1',
-        served: true,
-        storage: true,
-        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-      },
-    ],
-  },
-};
 
 const owner = (name: string, uid: string, controller?: boolean) => ({
   apiVersion: 'batch.volcano.sh/v1alpha1',
@@ -123,7 +105,7 @@ const POD_GROUPS = [
 
 beforeAll(async () => {
   c = await Cluster.start({ controlPlaneOnly: true });
-  await c.kubectl(['apply', '-f', '-'], JSON.stringify(CRD));
+  await c.kubectl(['apply', '-f', '-'], JSON.stringify(PODGROUP_CRD));
   await c.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/podgroups.scheduling.volcano.sh']);
   await c.kubectl(['apply', '-f', '-'], OBJECTS.map((o) => JSON.stringify(o)).join('\n'));
   // the CRD's storage may lag behind its Established condition for a moment
