@@ -79,28 +79,22 @@ const OBJECTS = [
   { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-b' } },
 ];
 
+/** A PodGroup in `default`, with a Volcano Job as owner when `job` is given. */
+const podGroup = (name: string, job?: { name: string; uid: string; controller: boolean }) => ({
+  apiVersion: 'scheduling.volcano.sh/v1beta1',
+  kind: 'PodGroup',
+  metadata: {
+    name,
+    namespace: 'default',
+    ...(job !== undefined ? { ownerReferences: [owner(job.name, job.uid, job.controller)] } : {}),
+  },
+  spec: { minMember: 1 },
+});
+
 const POD_GROUPS = [
-  {
-    apiVersion: 'scheduling.volcano.sh/v1beta1',
-    kind: 'PodGroup',
-    metadata: {
-      name: 'pg-0',
-      namespace: 'default',
-      ownerReferences: [owner('job-0', '00000000-0000-0000-0000-000000000001', true)],
-    },
-    spec: { minMember: 1 },
-  },
-  {
-    apiVersion: 'scheduling.volcano.sh/v1beta1',
-    kind: 'PodGroup',
-    metadata: {
-      name: 'pg-1',
-      namespace: 'default',
-      ownerReferences: [owner('job-1', '00000000-0000-0000-0000-000000000002', false)],
-    },
-    spec: { minMember: 2 },
-  },
-  { apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup', metadata: { name: 'pg-2', namespace: 'default' } },
+  podGroup('pg-0', { name: 'job-0', uid: '00000000-0000-0000-0000-000000000001', controller: true }),
+  podGroup('pg-1', { name: 'job-1', uid: '00000000-0000-0000-0000-000000000002', controller: false }),
+  podGroup('pg-2'),
 ];
 
 beforeAll(async () => {
